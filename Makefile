@@ -1,0 +1,36 @@
+# PGXS build of the pg_ratelimit server extension (the client, tests and benchmarks build with CMake).
+EXTENSION = pg_ratelimit
+EXTVERSION = 0.1.0
+MODULE_big = pg_ratelimit
+OBJS = \
+	extension/core/decision.o \
+	extension/core/fixed_window.o \
+	extension/core/token_bucket.o \
+	extension/core/validate.o \
+	extension/call_context.o \
+	extension/clock.o \
+	extension/define_functions.o \
+	extension/limit_cache.o \
+	extension/module.o \
+	extension/request_functions.o \
+	extension/statements.o
+DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
+PGFILEDESC = "pg_ratelimit - transactional rate limiting"
+
+# Every sql/*.sql is a pg_regress test and every specs/*.spec an isolation test.
+REGRESS = $(patsubst sql/%.sql,%,$(sort $(wildcard sql/*.sql)))
+REGRESS_OPTS = --load-extension=$(EXTENSION)
+ISOLATION = $(patsubst specs/%.spec,%,$(sort $(wildcard specs/*.spec)))
+ISOLATION_OPTS = --load-extension=$(EXTENSION)
+
+PG_CONFIG ?= pg_config
+
+# C++17; server headers as system headers so -Werror applies to our code only; libstdc++ because PGXS
+# links with gcc. No JIT bitcode: the extension's functions gain nothing from inlining into JIT code.
+override with_llvm = no
+PG_CXXFLAGS += -std=c++17 -Wall -Wextra -Werror -isystem $(shell $(PG_CONFIG) --includedir-server)
+PG_CPPFLAGS += -I$(srcdir)/extension
+SHLIB_LINK += -lstdc++
+
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

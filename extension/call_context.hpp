@@ -1,0 +1,29 @@
+// What every SQL entry point needs besides its arguments: the extension's schema (taken from the
+// called function itself, so CREATE EXTENSION ... SCHEMA works) and the rate_limit_decision row type,
+// both cached in fn_extra for the life of the call site.
+#pragma once
+
+#include "core/limit.hpp"
+#include "postgres_headers.hpp"
+
+namespace pg_ratelimit {
+
+struct CallContext {
+    Oid schema;
+    TupleDesc decision;  // blessed rate_limit_decision, or nullptr for functions not returning it
+};
+
+CallContext *call_context(FunctionCallInfo fcinfo, bool returns_decision);
+
+// (allowed, remaining, retry_after, reset_after) as a rate_limit_decision datum.
+Datum decision_datum(const CallContext *context, const core::Limit &limit, const core::Outcome &outcome);
+
+// Argument accessors that raise the documented errors. NULL in a required argument is 22004; a NULL
+// optional argument means its default.
+text *required_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
+text *key_arg(FunctionCallInfo fcinfo, int argno);    // required, at most MAX_KEY_BYTES
+double cost_arg(FunctionCallInfo fcinfo, int argno);  // default 1; positive and finite
+
+inline constexpr int MAX_KEY_BYTES = 1024;
+
+}  // namespace pg_ratelimit

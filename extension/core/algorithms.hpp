@@ -1,0 +1,46 @@
+// The decisions of a rate limit, as pure functions of (limit, stored state, now, cost).
+//
+// Token bucket: units refill continuously, value = min(value + elapsed * rate / period, capacity).
+// Fixed window: windows start at origin + k * period; each window boundary crossed adds rate units, up
+//   to capacity. origin is the limit's start, or, without one, a per-key offset in [0, period) derived
+//   from a hash of the key, so keys do not all refill at the same instant.
+//
+// Time never runs backwards for a key: if now is earlier than the stored ts (the server clock was
+// stepped back), the key is evaluated at ts, so no units are minted twice; durations are still reported
+// relative to the real now.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/limit.hpp"
+
+namespace pg_ratelimit::core {
+
+// Stable 64-bit FNV-1a of the key bytes; the fixed-window offset of keys without a start.
+[[nodiscard]] std::uint64_t key_hash(const char *data, std::size_t size) noexcept;
+
+// Where a key's fixed-window grid starts (unused by the token bucket).
+[[nodiscard]] Micros window_origin(const Limit &limit, std::uint64_t key_hash) noexcept;
+
+// Slack for float rounding when comparing unit counts: a request short by less than this is admitted
+// and the tiny shortfall is stored as debt, so rounding can neither mint nor lose a unit.
+[[nodiscard]] double tolerance(const Limit &limit) noexcept;
+
+// Consume cost units (stored == nullptr: the key has no row yet, i.e. it is full).
+// - Allowed without debt: retry_after = 0.
+// - Allowed by reservation (reserve, debt within max_reserved): retry_after = until the debt is repaid,
+//   i.e. when the reserved work may run.
+// - Denied: nothing to write; retry_after = until the same request would succeed.
+// check() is exactly this decision with write ignored.
+[[nodiscard]] Outcome request(const Limit &limit, const State *stored, Micros now, double cost, bool reserve,
+                              Micros origin) noexcept;
+
+// Give cost units back, never above capacity. Always allowed; retry_after = until the key is out of
+// debt (0 when it is not in debt). A key without a row is already full: nothing to write.
+[[nodiscard]] Outcome refund(const Limit &limit, const State *stored, Micros now, double cost, Micros origin) noexcept;
+
+// The whole units a balance represents for users: 0 while in debt.
+[[nodiscard]] std::int64_t whole_units(const Limit &limit, double balance) noexcept;
+
+}  // namespace pg_ratelimit::core

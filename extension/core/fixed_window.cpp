@@ -1,0 +1,35 @@
+// Fixed window: rate units arrive at each window boundary origin + k * period, capped at capacity.
+#include <algorithm>
+#include <cmath>
+
+#include "core/refill.hpp"
+
+namespace pg_ratelimit::core {
+namespace {
+
+// floor((t - origin) / period) for any sign of t - origin.
+Micros window_index(Micros t, Micros origin, Micros period) noexcept {
+    const Micros offset = t - origin;
+    Micros index = offset / period;
+    if (offset % period != 0 && offset < 0) --index;
+    return index;
+}
+
+}  // namespace
+
+Level fixed_window_level(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept {
+    const Micros at = std::max(now, stored.ts);
+    const Micros windows = window_index(at, origin, limit.period) - window_index(stored.ts, origin, limit.period);
+    return {std::min(stored.value + static_cast<double>(windows) * limit.rate, limit.capacity), at};
+}
+
+Micros fixed_window_time_to_gain(const Limit &limit, double units, Micros at, Micros origin) noexcept {
+    if (!(units > 0)) return 0;
+    // Callers pass units already reduced by the tolerance, so an exact multiple of rate does not round
+    // up to one window too many.
+    const double windows = std::ceil(units / limit.rate);
+    const Micros window_start = origin + window_index(at, origin, limit.period) * limit.period;
+    return clamp_duration(static_cast<double>(window_start - at) + windows * static_cast<double>(limit.period));
+}
+
+}  // namespace pg_ratelimit::core

@@ -1,0 +1,56 @@
+// The pure rate-limit model: a limit's configuration, the two numbers kept per key, and the outcome of
+// one call. No PostgreSQL headers here (the glue includes this file, never the reverse), so GoogleTest
+// can exercise every algorithm without a server.
+//
+// Everything in core/ is noexcept and allocation-free: the PostgreSQL glue calls it between functions
+// that may longjmp, so nothing here may throw or own resources.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+namespace pg_ratelimit::core {
+
+// Microseconds, the unit of PostgreSQL's TimestampTz. Absolute times share PostgreSQL's epoch
+// (2000-01-01 UTC), but the core only ever uses differences and the grid origin below.
+using Micros = std::int64_t;
+
+enum class Algorithm : std::uint8_t { token_bucket, fixed_window };
+
+// Bounds that keep every derived figure exact enough and inside int64 (checked by validate.hpp).
+inline constexpr double MAX_UNITS = 1e15;                                  // rate, capacity, cost, max_reserved
+inline constexpr Micros MAX_PERIOD = Micros{100} * 366 * 86400 * 1000000;  // 100 years
+inline constexpr Micros MAX_DURATION = MAX_PERIOD * 1000;                  // longest retry_after/reset_after reported
+
+struct Limit {
+    Algorithm algorithm = Algorithm::token_bucket;
+    double rate = 0;          // units added per period
+    Micros period = 0;        // > 0
+    double capacity = 0;      // the most that can accumulate; > 0
+    double max_reserved = 0;  // deepest debt a reservation may create; +infinity when unlimited
+    bool has_start = false;   // fixed window only: windows start at start + k * period
+    Micros start = 0;
+};
+
+// The two numbers stored per (limit, key). value may be negative (debt from reservations).
+// Token bucket: ts is when value was last computed. Fixed window: ts is the last time the key was
+// evaluated; the window grid itself comes from the limit (start, or a per-key offset).
+struct State {
+    double value = 0;
+    Micros ts = 0;
+};
+
+struct Outcome {
+    bool allowed = false;
+    bool write = false;      // next differs from the stored state and must be written
+    State next{};            // the state to store when write is true
+    double balance = 0;      // units available after the call; negative while in debt
+    Micros retry_after = 0;  // 0 when allowed now; see algorithms.hpp for the exact meaning
+    Micros reset_after = 0;  // until the key is back at full capacity
+};
+
+static_assert(std::is_trivially_destructible_v<Limit> && std::is_trivially_destructible_v<State> &&
+                  std::is_trivially_destructible_v<Outcome>,
+              "core types cross longjmp boundaries and must stay trivial");
+
+}  // namespace pg_ratelimit::core

@@ -1,0 +1,32 @@
+#include "core/validate.hpp"
+
+#include <cmath>
+
+#include "core/algorithms.hpp"
+
+namespace pg_ratelimit::core {
+namespace {
+
+bool valid_units(double units) noexcept { return std::isfinite(units) && units > 0 && units <= MAX_UNITS; }
+
+}  // namespace
+
+LimitProblem validate_limit(const Limit &limit) noexcept {
+    if (!valid_units(limit.rate)) return LimitProblem::rate;
+    if (limit.period <= 0 || limit.period > MAX_PERIOD) return LimitProblem::period;
+    if (!valid_units(limit.capacity)) return LimitProblem::capacity;
+    if (std::isnan(limit.max_reserved) || limit.max_reserved < 0) return LimitProblem::max_reserved;
+    if (limit.has_start) {
+        if (limit.algorithm != Algorithm::fixed_window) return LimitProblem::start_needs_fixed_window;
+        if (limit.start > MAX_START_OFFSET || limit.start < -MAX_START_OFFSET) return LimitProblem::start_out_of_range;
+    }
+    return LimitProblem::none;
+}
+
+CostProblem validate_cost(const Limit &limit, double cost) noexcept {
+    if (!valid_units(cost)) return CostProblem::not_positive_finite;
+    if (cost > limit.capacity + tolerance(limit)) return CostProblem::exceeds_capacity;
+    return CostProblem::none;
+}
+
+}  // namespace pg_ratelimit::core

@@ -1,0 +1,31 @@
+// Input validation of the pure model. The glue turns each problem into an ERROR with its SQLSTATE
+// before anything is written; the core functions assume validated input.
+#pragma once
+
+#include "core/limit.hpp"
+
+namespace pg_ratelimit::core {
+
+enum class LimitProblem : std::uint8_t {
+    none,
+    rate,          // not finite, <= 0 or > MAX_UNITS
+    period,        // <= 0 or > MAX_PERIOD
+    capacity,      // not finite, <= 0 or > MAX_UNITS
+    max_reserved,  // NaN or < 0 (+infinity means unlimited)
+    start_needs_fixed_window,
+    start_out_of_range,  // further than MAX_START_OFFSET from 2000-01-01
+};
+
+enum class CostProblem : std::uint8_t {
+    none,
+    not_positive_finite,  // NaN, infinite, <= 0 or > MAX_UNITS
+    exceeds_capacity,     // can never succeed, even on a full key
+};
+
+// Keeps window arithmetic far from int64 overflow: about 10,000 years either side of 2000.
+inline constexpr Micros MAX_START_OFFSET = Micros{10000} * 366 * 86400 * 1000000;
+
+[[nodiscard]] LimitProblem validate_limit(const Limit &limit) noexcept;
+[[nodiscard]] CostProblem validate_cost(const Limit &limit, double cost) noexcept;
+
+}  // namespace pg_ratelimit::core

@@ -1,0 +1,129 @@
+// rate_limit_define and rate_limit_drop: the named limits in rate_limit_config.
+//
+// Cold paths, so they use SPI_execute_with_args on schema-qualified SQL (parameters only, never
+// spliced input). Every argument is validated before the first write.
+#include <cmath>
+
+#include "call_context.hpp"
+#include "core/validate.hpp"
+#include "cpp_boundary.hpp"
+#include "limit_cache.hpp"
+#include "statements.hpp"
+
+namespace pg_ratelimit {
+namespace {
+
+constexpr const char *DEFAULT_LIMIT_NAME = "default";
+
+const char *algorithm_name(core::Algorithm algorithm) {
+    return algorithm == core::Algorithm::token_bucket ? "token_bucket" : "fixed_window";
+}
+
+text *limit_name_arg(FunctionCallInfo fcinfo, int argno) {
+    text *name = required_text_arg(fcinfo, argno, "name");
+    const int size = VARSIZE_ANY_EXHDR(name);
+    if (size == 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("rate limit name must not be empty")));
+    if (size > MAX_LIMIT_NAME_BYTES)
+        ereport(ERROR, (errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION), errmsg("rate limit name is too long"),
+                        errdetail("The name is %d bytes; the maximum is %d.", size, MAX_LIMIT_NAME_BYTES)));
+    return name;
+}
+
+double required_float8_arg(FunctionCallInfo fcinfo, int argno, const char *argname) {
+    if (PG_ARGISNULL(argno))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argname)));
+    return PG_GETARG_FLOAT8(argno);
+}
+
+void spi_run(const char *query, int nargs, Oid *types, Datum *values, const char *nulls, int expected_rc) {
+    const int rc = SPI_execute_with_args(query, nargs, types, values, nulls, false, 0);
+    if (rc != expected_rc) elog(ERROR, "pg_ratelimit: \"%s\" failed: %s", query, SPI_result_code_string(rc));
+}
+
+void delete_all_keys(Oid schema, Datum name) {
+    Oid types[] = {TEXTOID};
+    Datum values[] = {name};
+    spi_run(psprintf("DELETE FROM %s WHERE limit_name OPERATOR(pg_catalog.=) $1",
+                     qualified_table(schema, "rate_limit_state")),
+            1, types, values, nullptr, SPI_OK_DELETE);
+}
+
+// rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start)
+Datum define_body(FunctionCallInfo fcinfo) {
+    const CallContext *context = call_context(fcinfo, false);
+    text *name = limit_name_arg(fcinfo, 0);
+    core::Limit limit;
+    limit.rate = required_float8_arg(fcinfo, 1, "rate");
+    if (PG_ARGISNULL(2)) ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("period must not be null")));
+    limit.period = period_micros(PG_GETARG_INTERVAL_P(2));
+    limit.algorithm = algorithm_from_text(text_to_cstring(required_text_arg(fcinfo, 3, "algorithm")));
+    limit.capacity = PG_ARGISNULL(4) ? limit.rate : PG_GETARG_FLOAT8(4);
+    limit.max_reserved = PG_ARGISNULL(5) ? INFINITY : PG_GETARG_FLOAT8(5);
+    limit.has_start = !PG_ARGISNULL(6);
+    if (limit.has_start) {
+        limit.start = PG_GETARG_TIMESTAMPTZ(6);
+        if (TIMESTAMP_NOT_FINITE(limit.start)) limit.start = core::MAX_START_OFFSET + 1;  // reported below
+    }
+    require_valid_limit(limit);
+
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
+    const char *config = qualified_table(context->schema, "rate_limit_config");
+
+    // Lock the existing definition (if any) to learn whether the algorithm changes.
+    Oid name_type[] = {TEXTOID};
+    Datum name_value[] = {PointerGetDatum(name)};
+    spi_run(psprintf("SELECT algorithm FROM %s WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", config), 1, name_type,
+            name_value, nullptr, SPI_OK_SELECT);
+    const char *old_algorithm =
+        SPI_processed == 1 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : nullptr;
+
+    Oid types[] = {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID, TIMESTAMPTZOID};
+    Datum values[] = {PointerGetDatum(name),
+                      CStringGetTextDatum(algorithm_name(limit.algorithm)),
+                      Float8GetDatum(limit.rate),
+                      PG_GETARG_DATUM(2),
+                      Float8GetDatum(limit.capacity),
+                      PG_ARGISNULL(5) ? 0 : PG_GETARG_DATUM(5),
+                      PG_ARGISNULL(6) ? 0 : PG_GETARG_DATUM(6)};
+    const char nulls[] = {' ', ' ', ' ', ' ', ' ', PG_ARGISNULL(5) ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' '};
+    spi_run(psprintf("INSERT INTO %s (name, algorithm, rate, period, capacity, max_reserved, start)"
+                     " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO UPDATE SET"
+                     " algorithm = EXCLUDED.algorithm, rate = EXCLUDED.rate, period = EXCLUDED.period,"
+                     " capacity = EXCLUDED.capacity, max_reserved = EXCLUDED.max_reserved, start = EXCLUDED.start",
+                     config),
+            7, types, values, nulls, SPI_OK_INSERT);
+
+    // A key's two numbers mean different things under another algorithm: start those keys afresh.
+    if (old_algorithm != nullptr && strcmp(old_algorithm, algorithm_name(limit.algorithm)) != 0)
+        delete_all_keys(context->schema, PointerGetDatum(name));
+    SPI_finish();
+    PG_RETURN_VOID();
+}
+
+// rate_limit_drop(name): removes the limit and the state of all its keys.
+Datum drop_body(FunctionCallInfo fcinfo) {
+    const CallContext *context = call_context(fcinfo, false);
+    text *name = required_text_arg(fcinfo, 0, "name");
+    const char *name_string = text_to_cstring(name);
+    if (strcmp(name_string, DEFAULT_LIMIT_NAME) == 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("the default rate limit cannot be dropped"),
+                        errhint("Redefine it with rate_limit_define('default', ...) instead.")));
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
+    Oid types[] = {TEXTOID};
+    Datum values[] = {PointerGetDatum(name)};
+    spi_run(psprintf("DELETE FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
+                     qualified_table(context->schema, "rate_limit_config")),
+            1, types, values, nullptr, SPI_OK_DELETE);
+    if (SPI_processed == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", name_string)));
+    delete_all_keys(context->schema, PointerGetDatum(name));
+    SPI_finish();
+    PG_RETURN_VOID();
+}
+
+}  // namespace
+}  // namespace pg_ratelimit
+
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_define, pg_ratelimit::define_body)
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_drop, pg_ratelimit::drop_body)

@@ -1,0 +1,29 @@
+// Named limits, read from rate_limit_config and cached per backend.
+//
+// The cache is a catalog-style cache: entries are read with the latest snapshot (so a transaction that
+// started before a redefinition never caches the old row), and are dropped when rate_limit_config
+// changes. A statement trigger on the table (rate_limit_config_changed) queues a relcache invalidation
+// for it; PostgreSQL delivers that to this backend at the next command (our own change, undone again on
+// rollback) and to every other backend when the change commits.
+#pragma once
+
+#include "core/limit.hpp"
+#include "postgres_headers.hpp"
+#include "statements.hpp"
+
+namespace pg_ratelimit {
+
+inline constexpr int MAX_LIMIT_NAME_BYTES = 128;
+
+void limit_cache_init();
+
+// The limit named `name`; ERROR 42704 if there is none. Requires SPI_connect.
+core::Limit limit_lookup(const Statements &statements, const text *name);
+
+// Converts a config row's fields, raising 22023 for a value the core cannot use; shared with
+// rate_limit_define so both paths accept exactly the same limits.
+core::Algorithm algorithm_from_text(const char *name);
+core::Micros period_micros(const Interval *period);
+void require_valid_limit(const core::Limit &limit);
+
+}  // namespace pg_ratelimit

@@ -1,0 +1,14 @@
+// Library entry: registers the settings and the limit cache's invalidation callback.
+#include "clock.hpp"
+#include "limit_cache.hpp"
+#include "postgres_headers.hpp"
+
+extern "C" {
+PG_MODULE_MAGIC;
+
+void _PG_init(void);
+void _PG_init(void) {
+    pg_ratelimit::clock_init();
+    pg_ratelimit::limit_cache_init();
+}
+}

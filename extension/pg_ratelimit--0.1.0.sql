@@ -1,0 +1,115 @@
+-- pg_ratelimit 0.1.0: the full install script.
+\echo Use "CREATE EXTENSION pg_ratelimit" to load this file. \quit
+
+-- What every call returns.
+CREATE TYPE @extschema@.rate_limit_decision AS (
+    allowed     boolean,   -- the units were granted (possibly as a reservation)
+    remaining   bigint,    -- whole units left after the call, 0 while in debt
+    retry_after interval,  -- 0 when allowed now; denied: until the same request can succeed;
+                           -- reserved: until the reserved work may run
+    reset_after interval   -- until the key is back at full capacity
+);
+
+-- Named limits. Read it freely; change it with rate_limit_define() / rate_limit_drop().
+CREATE TABLE @extschema@.rate_limit_config (
+    name         text COLLATE "C" PRIMARY KEY CHECK (name <> '' AND octet_length(name) <= 128),
+    algorithm    text NOT NULL CHECK (algorithm IN ('token_bucket', 'fixed_window')),
+    rate         float8 NOT NULL CHECK (rate > 0 AND rate <= 1e12),
+    period       interval NOT NULL CHECK (period > interval '0' AND date_part('month', period) = 0
+                                          AND date_part('year', period) = 0),
+    capacity     float8 NOT NULL CHECK (capacity > 0 AND capacity <= 1e12),
+    max_reserved float8 CHECK (max_reserved >= 0 AND max_reserved <> 'NaN'),  -- NULL: unlimited
+    start        timestamptz CHECK (start IS NULL OR (algorithm = 'fixed_window' AND isfinite(start)))
+);
+COMMENT ON TABLE @extschema@.rate_limit_config IS
+    'pg_ratelimit: named limits; change them with rate_limit_define() and rate_limit_drop()';
+
+-- Two numbers per (limit, key), created on first use. A key without a row is at full capacity.
+-- "C" collation: keys are compared byte-wise, the cheapest comparison. fillfactor leaves room on each
+-- page for HOT updates, since every admitted request rewrites its row.
+CREATE TABLE @extschema@.rate_limit_state (
+    limit_name text COLLATE "C" NOT NULL,
+    key        text COLLATE "C" NOT NULL,
+    value      float8 NOT NULL,
+    ts         timestamptz NOT NULL,
+    PRIMARY KEY (limit_name, key)
+) WITH (fillfactor = 80);
+COMMENT ON TABLE @extschema@.rate_limit_state IS
+    'pg_ratelimit: per-key state (units available and when they were computed); a missing row means full';
+
+-- Each backend caches limits; any change to rate_limit_config (by the functions below or by direct
+-- DML) invalidates those caches.
+CREATE FUNCTION @extschema@.rate_limit_config_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'rate_limit_config_changed' LANGUAGE C;
+CREATE TRIGGER rate_limit_config_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rate_limit_config
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rate_limit_config_changed();
+
+-- pg_restore first runs CREATE EXTENSION, which inserts the shipped 'default' row, then copies the
+-- dumped rows, which include 'default' again (possibly redefined). Merging an insert of an existing
+-- name into an update lets both happen without a unique violation.
+CREATE FUNCTION @extschema@.rate_limit_config_merge() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    UPDATE @extschema@.rate_limit_config
+       SET algorithm = NEW.algorithm, rate = NEW.rate, period = NEW.period, capacity = NEW.capacity,
+           max_reserved = NEW.max_reserved, start = NEW.start
+     WHERE name = NEW.name;
+    IF FOUND THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER rate_limit_config_merge
+    BEFORE INSERT ON @extschema@.rate_limit_config
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.rate_limit_config_merge();
+
+-- Limits and key state are user data: pg_dump keeps them.
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limit_config', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limit_state', '');
+
+-- The shipped limit: two per second with one minute of burst.
+INSERT INTO @extschema@.rate_limit_config (name, algorithm, rate, period, capacity)
+VALUES ('default', 'token_bucket', 120, interval '1 minute', 120);
+
+-- The functions run as the extension's owner (SECURITY DEFINER) so that callers need no rights on the
+-- tables; their SQL is schema-qualified and uses pg_catalog operators only.
+CREATE FUNCTION @extschema@.rate_limit_define(
+    name text, rate float8, period interval, algorithm text DEFAULT 'token_bucket',
+    capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL, start timestamptz DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_define' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz) IS
+    'creates or updates a named limit; keys keep their state unless the algorithm changes';
+
+CREATE FUNCTION @extschema@.rate_limit_drop(name text)
+RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_drop' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_drop(text) IS 'removes a named limit and the state of its keys';
+
+CREATE FUNCTION @extschema@.rate_limit_request(
+    key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1, reserve boolean DEFAULT false)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_request' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_request(text, text, float8, boolean) IS
+    'consumes cost units for key if available (or as a reservation when reserve is true)';
+
+CREATE FUNCTION @extschema@.rate_limit_check(key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_check' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_check(text, text, float8) IS
+    'the decision rate_limit_request would return now, without consuming or writing anything';
+
+CREATE FUNCTION @extschema@.rate_limit_refund(key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_refund' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8) IS
+    'gives cost units back to key, never above capacity (cancels a reservation)';
+
+CREATE FUNCTION @extschema@.rate_limit_reset(key text, limit_name text DEFAULT 'default')
+RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_reset' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_reset(text, text) IS 'key starts over at full capacity';
+
+-- Defining limits is for administrators (GRANT EXECUTE to delegate); using them is for everyone.
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz),
+                       @extschema@.rate_limit_drop(text) FROM PUBLIC;
+GRANT SELECT ON @extschema@.rate_limit_config TO PUBLIC;
