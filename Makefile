@@ -28,6 +28,8 @@ PG_CONFIG ?= pg_config
 # C++17; server headers as system headers so -Werror applies to our code only; libstdc++ because PGXS
 # links with gcc. No JIT bitcode: the extension's functions gain nothing from inlining into JIT code.
 override with_llvm = no
+# Rebuild objects when a header they include changes (dependency files in .deps/).
+override autodepend = yes
 PG_CXXFLAGS += -std=c++17 -Wall -Wextra -Werror -isystem $(shell $(PG_CONFIG) --includedir-server)
 PG_CPPFLAGS += -I$(srcdir)/extension
 SHLIB_LINK += -lstdc++

@@ -67,7 +67,8 @@ double cost_arg(FunctionCallInfo fcinfo, int argno) {
     core::Limit any;
     any.capacity = core::MAX_UNITS;
     if (core::validate_cost(any, cost) != core::CostProblem::none)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("cost must be positive and finite"),
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("cost must be positive, finite and at most %g", core::MAX_UNITS),
                         errdetail("cost is %g; the allowed range is (0, %g].", cost, core::MAX_UNITS)));
     return cost;
 }

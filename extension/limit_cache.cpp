@@ -121,7 +121,8 @@ void require_valid_limit(const core::Limit &limit) {
         case core::LimitProblem::none:
             return;
         case core::LimitProblem::rate:
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("rate must be positive and finite"),
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("rate must be positive, finite and at most %g", core::MAX_UNITS),
                             errdetail("rate is %g; the allowed range is (0, %g].", limit.rate, core::MAX_UNITS)));
             break;
         case core::LimitProblem::period:
@@ -130,7 +131,8 @@ void require_valid_limit(const core::Limit &limit) {
             break;
         case core::LimitProblem::capacity:
             ereport(ERROR,
-                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("capacity must be positive and finite"),
+                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                     errmsg("capacity must be positive, finite and at most %g", core::MAX_UNITS),
                      errdetail("capacity is %g; the allowed range is (0, %g].", limit.capacity, core::MAX_UNITS)));
             break;
         case core::LimitProblem::max_reserved:

@@ -17,11 +17,11 @@ Level level_of(const Limit &limit, const State *stored, Micros now, Micros origi
 
 // How long after now until `units` more have been added to a key evaluated at `at` (>= now).
 Micros time_to_gain(const Limit &limit, double units, Micros now, Micros at, Micros origin) noexcept {
-    const double needed = units - tolerance(limit);
-    if (!(needed > 0)) return 0;
+    const double tol = tolerance(limit);
+    if (!(units > tol)) return 0;
     const Micros wait = limit.algorithm == Algorithm::token_bucket
-                            ? token_bucket_time_to_gain(limit, needed)
-                            : fixed_window_time_to_gain(limit, needed, at, origin);
+                            ? token_bucket_time_to_gain(limit, units, tol)
+                            : fixed_window_time_to_gain(limit, units, tol, at, origin);
     // When the clock stepped back, the key lives at `at`; the caller waits from the real now.
     return std::min(wait + (at - now), MAX_DURATION);
 }

@@ -23,11 +23,9 @@ Level fixed_window_level(const Limit &limit, const State &stored, Micros now, Mi
     return {std::min(stored.value + static_cast<double>(windows) * limit.rate, limit.capacity), at};
 }
 
-Micros fixed_window_time_to_gain(const Limit &limit, double units, Micros at, Micros origin) noexcept {
-    if (!(units > 0)) return 0;
-    // Callers pass units already reduced by the tolerance, so an exact multiple of rate does not round
-    // up to one window too many.
-    const double windows = std::ceil(units / limit.rate);
+Micros fixed_window_time_to_gain(const Limit &limit, double units, double tolerance, Micros at,
+                                 Micros origin) noexcept {
+    const double windows = std::ceil((units - tolerance) / limit.rate);
     const Micros window_start = origin + window_index(at, origin, limit.period) * limit.period;
     return clamp_duration(static_cast<double>(window_start - at) + windows * static_cast<double>(limit.period));
 }

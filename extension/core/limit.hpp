@@ -18,7 +18,7 @@ using Micros = std::int64_t;
 enum class Algorithm : std::uint8_t { token_bucket, fixed_window };
 
 // Bounds that keep every derived figure exact enough and inside int64 (checked by validate.hpp).
-inline constexpr double MAX_UNITS = 1e15;                                  // rate, capacity, cost, max_reserved
+inline constexpr double MAX_UNITS = 1e12;                                  // rate, capacity, cost, max_reserved
 inline constexpr Micros MAX_PERIOD = Micros{100} * 366 * 86400 * 1000000;  // 100 years
 inline constexpr Micros MAX_DURATION = MAX_PERIOD * 1000;                  // longest retry_after/reset_after reported
 

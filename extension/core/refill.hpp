@@ -14,10 +14,13 @@ struct Level {
 };
 
 [[nodiscard]] Level token_bucket_level(const Limit &limit, const State &stored, Micros now) noexcept;
-[[nodiscard]] Micros token_bucket_time_to_gain(const Limit &limit, double units) noexcept;
+// How long until `units` more have been added. Both treat a shortfall within `tolerance` as covered,
+// like admission does, so float noise never pushes a wait one microsecond or one window too far.
+[[nodiscard]] Micros token_bucket_time_to_gain(const Limit &limit, double units, double tolerance) noexcept;
 
 [[nodiscard]] Level fixed_window_level(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept;
-[[nodiscard]] Micros fixed_window_time_to_gain(const Limit &limit, double units, Micros at, Micros origin) noexcept;
+[[nodiscard]] Micros fixed_window_time_to_gain(const Limit &limit, double units, double tolerance, Micros at,
+                                               Micros origin) noexcept;
 
 // ceil(micros) clamped to [0, MAX_DURATION]; NaN and infinities clamp too.
 [[nodiscard]] Micros clamp_duration(double micros) noexcept;

@@ -1,0 +1,48 @@
+-- Who may do what. Calls run as the extension owner (SECURITY DEFINER), so applications need no rights
+-- on the tables; defining limits is for administrators unless granted.
+SET timezone = 'UTC';
+SELECT current_user AS admin, current_database() AS db \gset
+CREATE ROLE regress_rl_app LOGIN;
+GRANT CREATE ON DATABASE :"db" TO regress_rl_app;
+SELECT rate_limit_define('priv', rate => 2, period => '1 hour');
+
+SET ROLE regress_rl_app;
+SELECT allowed, remaining FROM rate_limit_request('u', 'priv');
+SELECT allowed, remaining FROM rate_limit_check('u', 'priv');
+SELECT allowed, remaining FROM rate_limit_refund('u', 'priv');
+SELECT rate_limit_reset('u', 'priv');
+SELECT name, rate FROM rate_limit_config WHERE name = 'priv';
+SELECT * FROM rate_limit_state;
+UPDATE rate_limit_config SET rate = 1000 WHERE name = 'priv';
+DELETE FROM rate_limit_state;
+SELECT rate_limit_define('priv', rate => 1000, period => '1 second');
+SELECT rate_limit_drop('priv');
+RESET ROLE;
+
+-- Administrators can delegate defining limits.
+GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, text, float8, float8, timestamptz) TO regress_rl_app;
+SET ROLE regress_rl_app;
+SELECT rate_limit_define('priv', rate => 3, period => '1 hour');
+RESET ROLE;
+SELECT name, rate FROM rate_limit_config WHERE name = 'priv';
+REVOKE EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, text, float8, float8, timestamptz) FROM regress_rl_app;
+
+-- A fresh session of the ordinary role: it cannot pin the clock even before the library is loaded
+-- (the placeholder is refused when the library defines the setting), and a hostile search_path with
+-- its own text "=" operator cannot change what the SECURITY DEFINER functions' SQL means.
+\c - regress_rl_app
+CREATE SCHEMA regress_rl_evil;
+CREATE FUNCTION regress_rl_evil.always_equal(text, text) RETURNS boolean LANGUAGE sql AS 'SELECT true';
+CREATE OPERATOR regress_rl_evil.= (LEFTARG = text, RIGHTARG = text, FUNCTION = regress_rl_evil.always_equal);
+SET search_path = regress_rl_evil, pg_catalog, public;
+SET pg_ratelimit.fake_now = '2000-01-01 00:00:00+00';
+SELECT allowed, remaining FROM rate_limit_request('victim', 'priv');
+SELECT allowed, remaining FROM rate_limit_request('attacker', 'priv');
+SHOW pg_ratelimit.fake_now;
+DROP SCHEMA regress_rl_evil CASCADE;
+\c - :admin
+SELECT key, value, ts > '2020-01-01' AS real_clock FROM rate_limit_state WHERE limit_name = 'priv' ORDER BY key;
+
+SELECT rate_limit_drop('priv');
+REVOKE CREATE ON DATABASE :"db" FROM regress_rl_app;
+DROP ROLE regress_rl_app;
