@@ -1,0 +1,182 @@
+// The concurrency hammer: many connections, many requests, one key, at each isolation level. Whatever
+// the interleaving, the admitted total must equal the allowance exactly (the limit's refill over the
+// test is negligible). Serialization failures (40001) and deadlocks (40P01) are retried, as the client
+// library does; any other error fails the test.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <ostream>
+#include <pqxx/pqxx>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr int kThreads = 8;
+constexpr int kRequestsPerThread = 150;
+constexpr int kMaxAttemptsPerRequest = 1000;
+
+enum class Level { read_committed, repeatable_read, serializable };
+
+const char *begin_statement(Level level) {
+    switch (level) {
+        case Level::read_committed:
+            return "BEGIN ISOLATION LEVEL READ COMMITTED";
+        case Level::repeatable_read:
+            return "BEGIN ISOLATION LEVEL REPEATABLE READ";
+        case Level::serializable:
+            return "BEGIN ISOLATION LEVEL SERIALIZABLE";
+    }
+    return "";
+}
+
+std::string level_name(Level level) {
+    switch (level) {
+        case Level::read_committed:
+            return "read_committed";
+        case Level::repeatable_read:
+            return "repeatable_read";
+        case Level::serializable:
+            return "serializable";
+    }
+    return "";
+}
+
+struct Scenario {
+    Level level;
+    std::string algorithm;
+    double allowance;  // rate = capacity
+    double cost;
+    bool warm_key;  // the key's row exists before the hammer starts (else: new-key race)
+};
+
+std::string describe(const Scenario &s) {
+    return level_name(s.level) + "_" + s.algorithm + (s.cost == 1 ? "" : "_fractional") +
+           (s.warm_key ? "_warm" : "_new_key");
+}
+
+std::string scenario_name(const testing::TestParamInfo<Scenario> &info) { return describe(info.param); }
+
+void PrintTo(const Scenario &s, std::ostream *out) { *out << describe(s); }
+
+// Releases all threads at once, so the first requests really race.
+class StartLine {
+  public:
+    explicit StartLine(int parties) : waiting_(parties) {}
+    void arrive_and_wait() {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (--waiting_ == 0) cv_.notify_all();
+        cv_.wait(lock, [this] { return waiting_ == 0; });
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    int waiting_;
+};
+
+struct Tally {
+    std::atomic<int> admitted{0};
+    std::atomic<int> denied{0};
+    std::atomic<int> retries{0};
+};
+
+// One request in its own transaction at `level`, retried on 40001 / 40P01. Returns whether it was
+// admitted. Uses an explicit BEGIN on a nontransaction so every isolation level shares one code path.
+bool request_once(pqxx::connection &conn, const Scenario &s, const std::string &limit, Tally &tally) {
+    for (int attempt = 0; attempt < kMaxAttemptsPerRequest; ++attempt) {
+        pqxx::nontransaction tx{conn};
+        try {
+            tx.exec(begin_statement(s.level));
+            const pqxx::row row =
+                tx.exec_params1("SELECT allowed FROM rate_limit_request('hot', $1, $2)", limit, s.cost);
+            tx.exec("COMMIT");
+            return row[0].as<bool>();
+        } catch (const pqxx::serialization_failure &) {
+        } catch (const pqxx::deadlock_detected &) {
+        }
+        tx.exec("ROLLBACK");
+        ++tally.retries;
+    }
+    ADD_FAILURE() << "a request was still failing after " << kMaxAttemptsPerRequest << " attempts";
+    return false;
+}
+
+class Hammer : public testing::TestWithParam<Scenario> {};
+
+TEST_P(Hammer, AdmitsExactlyTheAllowance) {
+    const Scenario &s = GetParam();
+    const std::string limit = "hammer_" + describe(s);
+    {
+        pqxx::connection admin{""};
+        pqxx::work tx{admin};
+        tx.exec("CREATE EXTENSION IF NOT EXISTS pg_ratelimit");
+        tx.exec_params("SELECT rate_limit_define($1, rate => $2, period => '1000 days', algorithm => $3)", limit,
+                       s.allowance, s.algorithm);
+        tx.exec_params("SELECT rate_limit_reset('hot', $1)", limit);
+        if (s.warm_key) {
+            // A request and its refund leave the key full, with its row in place.
+            tx.exec_params("SELECT rate_limit_request('hot', $1)", limit);
+            tx.exec_params("SELECT rate_limit_refund('hot', $1)", limit);
+        }
+        tx.commit();
+    }
+
+    Tally tally;
+    StartLine start{kThreads};
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < kThreads; ++t) {
+        threads.emplace_back([&] {
+            try {
+                pqxx::connection conn{""};
+                start.arrive_and_wait();
+                for (int i = 0; i < kRequestsPerThread; ++i) {
+                    if (request_once(conn, s, limit, tally))
+                        ++tally.admitted;
+                    else
+                        ++tally.denied;
+                }
+            } catch (const std::exception &e) {
+                ++failures;
+                ADD_FAILURE() << "thread failed: " << e.what();
+            }
+        });
+    }
+    for (auto &thread : threads) thread.join();
+
+    const int attempts = kThreads * kRequestsPerThread;
+    const int allowance = static_cast<int>(s.allowance / s.cost);
+    ASSERT_EQ(failures.load(), 0);
+    EXPECT_EQ(tally.admitted.load(), allowance);
+    EXPECT_EQ(tally.denied.load(), attempts - allowance);
+    RecordProperty("retries", tally.retries.load());
+    std::printf("[ info ] %s: %d admitted of %d, %d retries after 40001/40P01\n", limit.c_str(), tally.admitted.load(),
+                attempts, tally.retries.load());
+
+    pqxx::connection check{""};
+    pqxx::work tx{check};
+    const pqxx::row state = tx.exec_params1("SELECT remaining FROM rate_limit_check('hot', $1, $2)", limit, s.cost);
+    EXPECT_EQ(state[0].as<long>(), 0) << "the key must be exhausted, not over- or under-consumed";
+    tx.exec_params("SELECT rate_limit_drop($1)", limit);
+    tx.commit();
+}
+
+std::vector<Scenario> scenarios() {
+    std::vector<Scenario> all;
+    for (Level level : {Level::read_committed, Level::repeatable_read, Level::serializable}) {
+        all.push_back({level, "token_bucket", 400, 1, false});
+        all.push_back({level, "token_bucket", 300, 1, true});
+        all.push_back({level, "fixed_window", 400, 1, false});
+        all.push_back({level, "token_bucket", 200, 0.5, false});
+    }
+    return all;
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, Hammer, testing::ValuesIn(scenarios()), scenario_name);
+
+}  // namespace
