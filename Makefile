@@ -8,6 +8,7 @@ OBJS = \
 	extension/core/token_bucket.o \
 	extension/core/validate.o \
 	extension/call_context.o \
+	extension/cleanup_function.o \
 	extension/clock.o \
 	extension/define_functions.o \
 	extension/limit_cache.o \

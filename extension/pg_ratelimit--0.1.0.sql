@@ -109,7 +109,13 @@ CREATE FUNCTION @extschema@.rate_limit_reset(key text, limit_name text DEFAULT '
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_reset' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_reset(text, text) IS 'key starts over at full capacity';
 
+CREATE FUNCTION @extschema@.rate_limit_cleanup(limit_name text DEFAULT NULL)
+RETURNS bigint AS 'MODULE_PATHNAME', 'rate_limit_cleanup' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_cleanup(text) IS
+    'deletes the rows of keys back at full capacity (and, for all limits, rows of limits that no longer exist)';
+
 -- Defining limits is for administrators (GRANT EXECUTE to delegate); using them is for everyone.
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz),
-                       @extschema@.rate_limit_drop(text) FROM PUBLIC;
+                       @extschema@.rate_limit_drop(text),
+                       @extschema@.rate_limit_cleanup(text) FROM PUBLIC;
 GRANT SELECT ON @extschema@.rate_limit_config TO PUBLIC;

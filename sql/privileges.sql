@@ -17,6 +17,7 @@ UPDATE rate_limit_config SET rate = 1000 WHERE name = 'priv';
 DELETE FROM rate_limit_state;
 SELECT rate_limit_define('priv', rate => 1000, period => '1 second');
 SELECT rate_limit_drop('priv');
+SELECT rate_limit_cleanup();
 RESET ROLE;
 
 -- Administrators can delegate defining limits.

@@ -40,6 +40,10 @@ namespace pg_ratelimit::core {
 // debt (0 when it is not in debt). A key without a row is already full: nothing to write.
 [[nodiscard]] Outcome refund(const Limit &limit, const State *stored, Micros now, double cost, Micros origin) noexcept;
 
+// Whether a stored key has refilled to full capacity by now, i.e. its row is equivalent to no row and
+// may be deleted.
+[[nodiscard]] bool is_full(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept;
+
 // The whole units a balance represents for users: 0 while in debt.
 [[nodiscard]] std::int64_t whole_units(const Limit &limit, double balance) noexcept;
 

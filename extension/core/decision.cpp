@@ -78,6 +78,10 @@ Outcome request(const Limit &limit, const State *stored, Micros now, double cost
     return out;
 }
 
+bool is_full(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept {
+    return level_of(limit, &stored, now, origin).value >= limit.capacity - tolerance(limit);
+}
+
 Outcome refund(const Limit &limit, const State *stored, Micros now, double cost, Micros origin) noexcept {
     const Level level = level_of(limit, stored, now, origin);
     Outcome out;
