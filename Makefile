@@ -14,6 +14,7 @@ OBJS = \
 	extension/limit_cache.o \
 	extension/module.o \
 	extension/request_functions.o \
+	extension/state_table.o \
 	extension/statements.o
 DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "pg_ratelimit - transactional rate limiting"

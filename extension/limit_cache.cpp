@@ -72,24 +72,30 @@ bool read_limit(const Statements &statements, Datum name, core::Limit *limit) {
 
 void limit_cache_init() { CacheRegisterRelcacheCallback(on_relcache_invalidation, 0); }
 
-core::Limit limit_lookup(const Statements &statements, const text *name) {
+core::Limit limit_lookup(Oid schema, const text *name) {
     const int size = VARSIZE_ANY_EXHDR(name);
     char key[MAX_LIMIT_NAME_BYTES + 1];
     memset(key, 0, sizeof(key));
     if (size <= MAX_LIMIT_NAME_BYTES) memcpy(key, VARDATA_ANY(name), size);
 
-    HTAB *limits = cache_for(statements.schema);
+    HTAB *limits = cache_for(schema);
     if (size <= MAX_LIMIT_NAME_BYTES) {
         auto *hit = static_cast<CacheEntry *>(hash_search(limits, key, HASH_FIND, nullptr));
         if (hit != nullptr) return hit->limit;
     }
     core::Limit limit;
-    if (size > MAX_LIMIT_NAME_BYTES || !read_limit(statements, PointerGetDatum(name), &limit))
+    bool found = false;
+    if (size <= MAX_LIMIT_NAME_BYTES) {
+        if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
+        found = read_limit(statements_for(schema), PointerGetDatum(name), &limit);
+        SPI_finish();
+    }
+    if (!found)
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", text_to_cstring(name)),
                  errhint("Define it with rate_limit_define().")));
-    // An invalidation processed while reading (the read takes locks) may have dropped the table.
-    limits = cache_for(statements.schema);
+    // An invalidation processed while reading (the read takes locks) may have dropped the cache.
+    limits = cache_for(schema);
     auto *entry = static_cast<CacheEntry *>(hash_search(limits, key, HASH_ENTER, nullptr));
     entry->limit = limit;
     return limit;
@@ -136,7 +142,8 @@ void require_valid_limit(const core::Limit &limit) {
                      errdetail("capacity is %g; the allowed range is (0, %g].", limit.capacity, core::MAX_UNITS)));
             break;
         case core::LimitProblem::max_reserved:
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_reserved must not be negative"),
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("max_reserved must be between 0 and %g", core::MAX_UNITS),
                             errdetail("max_reserved is %g.", limit.max_reserved),
                             errhint("Pass NULL for unlimited reservations.")));
             break;

@@ -17,8 +17,9 @@ inline constexpr int MAX_LIMIT_NAME_BYTES = 128;
 
 void limit_cache_init();
 
-// The limit named `name`; ERROR 42704 if there is none. Requires SPI_connect.
-core::Limit limit_lookup(const Statements &statements, const text *name);
+// The limit named `name` of the extension in `schema`; ERROR 42704 if there is none. A cache hit runs
+// no SQL; a miss reads rate_limit_config through SPI (connecting, nested if need be).
+core::Limit limit_lookup(Oid schema, const text *name);
 
 // Converts a config row's fields, raising 22023 for a value the core cannot use; shared with
 // rate_limit_define so both paths accept exactly the same limits.

@@ -2,6 +2,7 @@
 #include "clock.hpp"
 #include "limit_cache.hpp"
 #include "postgres_headers.hpp"
+#include "state_table.hpp"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -10,5 +11,6 @@ void _PG_init(void);
 void _PG_init(void) {
     pg_ratelimit::clock_init();
     pg_ratelimit::limit_cache_init();
+    pg_ratelimit::state_table_init();
 }
 }

@@ -18,7 +18,8 @@ CREATE TABLE @extschema@.rate_limit_config (
     period       interval NOT NULL CHECK (period > interval '0' AND date_part('month', period) = 0
                                           AND date_part('year', period) = 0),
     capacity     float8 NOT NULL CHECK (capacity > 0 AND capacity <= 1e12),
-    max_reserved float8 CHECK (max_reserved >= 0 AND max_reserved <> 'NaN'),  -- NULL: unlimited
+    max_reserved float8 CHECK (max_reserved >= 0 AND (max_reserved <= 1e12 OR max_reserved = 'Infinity')),
+                                                                               -- NULL: unlimited
     start        timestamptz CHECK (start IS NULL OR (algorithm = 'fixed_window' AND isfinite(start)))
 );
 COMMENT ON TABLE @extschema@.rate_limit_config IS

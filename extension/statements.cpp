@@ -19,8 +19,7 @@ SPIPlanPtr prepare(Oid schema, const char *table, const char *format, int nargs,
 }
 
 void free_all() {
-    for (SPIPlanPtr *plan : {&current.select_state, &current.select_state_for_update, &current.update_state,
-                             &current.insert_state, &current.delete_state, &current.select_limit}) {
+    for (SPIPlanPtr *plan : {&current.insert_state, &current.delete_state, &current.select_limit}) {
         if (*plan != nullptr) SPI_freeplan(*plan);
         *plan = nullptr;
     }
@@ -40,24 +39,13 @@ const Statements &statements_for(Oid schema) {
     free_all();
 
     Oid key_args[] = {TEXTOID, TEXTOID};
-    Oid write_args[] = {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID};
+    Oid write_args[] = {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID};
     Oid name_arg[] = {TEXTOID};
     constexpr const char *state = "rate_limit_state";
     constexpr const char *by_key = " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2";
 
     // Plans go straight into `current`; schema is set last, so a failure half-way leaves it unset and
     // the next call frees what was prepared.
-    current.select_state = prepare(schema, state, psprintf("SELECT value, ts FROM %%s%s", by_key), 2, key_args);
-    current.select_state_for_update =
-        prepare(schema, state, psprintf("SELECT value, ts FROM %%s%s FOR UPDATE", by_key), 2, key_args);
-    // Compare-and-set: under READ COMMITTED a concurrent change makes the re-checked row fail the
-    // value/ts test (0 rows; the caller retries holding a row lock); under REPEATABLE READ and
-    // SERIALIZABLE PostgreSQL raises 40001 itself.
-    current.update_state = prepare(schema, state,
-                                   psprintf("UPDATE %%s SET value = $3, ts = $4%s AND value OPERATOR(pg_catalog.=) $5"
-                                            " AND ts OPERATOR(pg_catalog.=) $6",
-                                            by_key),
-                                   6, write_args);
     current.insert_state = prepare(schema, state,
                                    "INSERT INTO %s (limit_name, key, value, ts) VALUES ($1, $2, $3, $4)"
                                    " ON CONFLICT (limit_name, key) DO NOTHING",

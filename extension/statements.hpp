@@ -8,13 +8,9 @@
 
 namespace pg_ratelimit {
 
+// Reading and updating existing keys, the hot path, bypasses SQL altogether (state_table.hpp).
 struct Statements {
     Oid schema;
-    // $1 limit_name, $2 key -> value float8, ts timestamptz
-    SPIPlanPtr select_state;
-    SPIPlanPtr select_state_for_update;
-    // $1 limit_name, $2 key, $3 value, $4 ts; only if the row still holds $5 value, $6 ts
-    SPIPlanPtr update_state;
     // $1 limit_name, $2 key, $3 value, $4 ts; does nothing if the key exists
     SPIPlanPtr insert_state;
     // $1 limit_name, $2 key

@@ -60,6 +60,7 @@ SELECT statement, pg_temp.error_of(statement) FROM unnest(ARRAY[
     $$SELECT rate_limit_define('bad', 1, '1 second', capacity => 'NaN')$$,
     $$SELECT rate_limit_define('bad', 1, '1 second', max_reserved => -1)$$,
     $$SELECT rate_limit_define('bad', 1, '1 second', max_reserved => 'NaN')$$,
+    $$SELECT rate_limit_define('bad', 1, '1 second', max_reserved => 1e13)$$,
     $$SELECT rate_limit_define('bad', 1, '1 second', start => now())$$,
     $$SELECT rate_limit_define('bad', 1, '1 second', 'fixed_window', start => 'infinity')$$,
     $$SELECT rate_limit_define('bad', 1, '1 second', 'fixed_window', start => '-infinity')$$,

@@ -24,7 +24,8 @@ namespace pg_ratelimit::core {
 [[nodiscard]] Micros window_origin(const Limit &limit, std::uint64_t key_hash) noexcept;
 
 // Slack for float rounding when comparing unit counts: a request short by less than this is admitted
-// and the tiny shortfall is stored as debt, so rounding can neither mint nor lose a unit.
+// and the tiny shortfall is stored as debt, so rounding can neither mint nor lose a unit. Relative to
+// capacity (1e-14 of it); for the token bucket also at most half a microsecond of refill.
 [[nodiscard]] double tolerance(const Limit &limit) noexcept;
 
 // Consume cost units (stored == nullptr: the key has no row yet, i.e. it is full).

@@ -1,6 +1,7 @@
 // Admission, reservations and refunds, shared by both algorithms (see algorithms.hpp).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/algorithms.hpp"
 #include "core/refill.hpp"
@@ -23,7 +24,7 @@ Micros time_to_gain(const Limit &limit, double units, Micros now, Micros at, Mic
                             ? token_bucket_time_to_gain(limit, units, tol)
                             : fixed_window_time_to_gain(limit, units, tol, at, origin);
     // When the clock stepped back, the key lives at `at`; the caller waits from the real now.
-    return std::min(wait + (at - now), MAX_DURATION);
+    return std::min(saturating_add(wait, saturating_sub(at, now)), MAX_DURATION);
 }
 
 }  // namespace
@@ -42,7 +43,27 @@ Micros window_origin(const Limit &limit, std::uint64_t key_hash) noexcept {
     return static_cast<Micros>(key_hash % static_cast<std::uint64_t>(limit.period));
 }
 
-double tolerance(const Limit &limit) noexcept { return 1e-9 + limit.capacity * 1e-15; }
+double tolerance(const Limit &limit) noexcept {
+    // Relative to capacity, so it means the same at every scale: some forty ulps of the largest balance,
+    // far above the rounding of a few additions and far below any unit that matters.
+    const double units = limit.capacity * 1e-14;
+    if (limit.algorithm == Algorithm::fixed_window) return units;
+    // Never more than half a microsecond of refill: admission then agrees with retry_after to the
+    // microsecond (see token_bucket_time_to_gain).
+    return std::min(units, 0.5 * limit.rate / static_cast<double>(limit.period));
+}
+
+Micros saturating_sub(Micros a, Micros b) noexcept {
+    Micros result = 0;
+    if (!__builtin_sub_overflow(a, b, &result)) return result;
+    return b < 0 ? std::numeric_limits<Micros>::max() : std::numeric_limits<Micros>::min();
+}
+
+Micros saturating_add(Micros a, Micros b) noexcept {
+    Micros result = 0;
+    if (!__builtin_add_overflow(a, b, &result)) return result;
+    return b > 0 ? std::numeric_limits<Micros>::max() : std::numeric_limits<Micros>::min();
+}
 
 Micros clamp_duration(double micros) noexcept {
     if (!(micros > 0)) return 0;  // also NaN

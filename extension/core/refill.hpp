@@ -25,4 +25,9 @@ struct Level {
 // ceil(micros) clamped to [0, MAX_DURATION]; NaN and infinities clamp too.
 [[nodiscard]] Micros clamp_duration(double micros) noexcept;
 
+// a - b without overflow: saturates at the int64 limits (only reachable with instants hundreds of
+// thousands of years apart, at the ends of PostgreSQL's timestamp range).
+[[nodiscard]] Micros saturating_sub(Micros a, Micros b) noexcept;
+[[nodiscard]] Micros saturating_add(Micros a, Micros b) noexcept;
+
 }  // namespace pg_ratelimit::core

@@ -15,7 +15,8 @@ LimitProblem validate_limit(const Limit &limit) noexcept {
     if (!valid_units(limit.rate)) return LimitProblem::rate;
     if (limit.period <= 0 || limit.period > MAX_PERIOD) return LimitProblem::period;
     if (!valid_units(limit.capacity)) return LimitProblem::capacity;
-    if (std::isnan(limit.max_reserved) || limit.max_reserved < 0) return LimitProblem::max_reserved;
+    const bool unlimited = std::isinf(limit.max_reserved) && limit.max_reserved > 0;
+    if (!unlimited && !(limit.max_reserved >= 0 && limit.max_reserved <= MAX_UNITS)) return LimitProblem::max_reserved;
     if (limit.has_start) {
         if (limit.algorithm != Algorithm::fixed_window) return LimitProblem::start_needs_fixed_window;
         if (limit.start > MAX_START_OFFSET || limit.start < -MAX_START_OFFSET) return LimitProblem::start_out_of_range;

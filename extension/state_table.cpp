@@ -1,0 +1,171 @@
+#include "state_table.hpp"
+
+namespace pg_ratelimit {
+namespace {
+
+// Column numbers in rate_limit_state (limit_name, key, value, ts) and its primary key.
+constexpr AttrNumber ATT_LIMIT_NAME = 1;
+constexpr AttrNumber ATT_KEY = 2;
+constexpr AttrNumber ATT_VALUE = 3;
+constexpr AttrNumber ATT_TS = 4;
+
+// The OIDs of rate_limit_state and its primary key in the schema used last, so that a call costs no
+// catalog lookups; forgotten when the table is dropped or altered.
+struct Relids {
+    Oid schema;
+    Oid heap;
+    Oid index;
+};
+Relids cached{InvalidOid, InvalidOid, InvalidOid};
+
+void forget_relids(Datum, Oid relid) {
+    if (relid == InvalidOid || relid == cached.heap || relid == cached.index)
+        cached = {InvalidOid, InvalidOid, InvalidOid};
+}
+
+Oid relation_in_schema(const char *name, Oid schema) {
+    const Oid relid = get_relname_relid(name, schema);
+    if (!OidIsValid(relid)) elog(ERROR, "pg_ratelimit: relation %s does not exist in its schema", name);
+    return relid;
+}
+
+const Relids &relids_for(Oid schema) {
+    if (cached.schema != schema)
+        cached = {schema, relation_in_schema("rate_limit_state", schema),
+                  relation_in_schema("rate_limit_state_pkey", schema)};
+    return cached;
+}
+
+void read_slot(TupleTableSlot *slot, core::State *state) {
+    slot_getallattrs(slot);
+    state->value = DatumGetFloat8(slot->tts_values[ATT_VALUE - 1]);
+    state->ts = DatumGetTimestampTz(slot->tts_values[ATT_TS - 1]);
+}
+
+// Makes the snapshot a statement would run with active: the transaction's (new per statement under
+// READ COMMITTED), seeing this transaction's writes up to the current command.
+void begin_attempt(StateTable *table) {
+    if (table->snapshot_pushed) PopActiveSnapshot();
+    PushActiveSnapshot(GetTransactionSnapshot());
+    UpdateActiveSnapshotCommandId();
+    table->snapshot_pushed = true;
+}
+
+void end_attempt(StateTable *table) {
+    if (table->snapshot_pushed) PopActiveSnapshot();
+    table->snapshot_pushed = false;
+}
+
+}  // namespace
+
+void require_writable_transaction() {
+    if (XactReadOnly)
+        ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+                        errmsg("cannot consume rate limit units in a read-only transaction"),
+                        errhint("rate_limit_check works in read-only transactions.")));
+    PreventCommandIfParallelMode("rate_limit_request");
+}
+
+void state_table_init() { CacheRegisterRelcacheCallback(forget_relids, 0); }
+
+void state_table_open(Oid schema, Datum limit_name, Datum key, StateTable *table) {
+    // Copy the OIDs: opening the table processes invalidations, which may reset the cache.
+    const Relids relids = relids_for(schema);
+    table->heap = table_open(relids.heap, RowExclusiveLock);
+    table->index = index_open(relids.index, RowExclusiveLock);
+    table->snapshot_pushed = false;
+    table->slot = table_slot_create(table->heap, nullptr);
+    // Both columns use the "C" collation, like the index.
+    ScanKeyEntryInitialize(&table->keys[0], 0, ATT_LIMIT_NAME, BTEqualStrategyNumber, InvalidOid, C_COLLATION_OID,
+                           F_TEXTEQ, limit_name);
+    ScanKeyEntryInitialize(&table->keys[1], 0, ATT_KEY, BTEqualStrategyNumber, InvalidOid, C_COLLATION_OID, F_TEXTEQ,
+                           key);
+}
+
+void state_table_close(StateTable *table) {
+    end_attempt(table);
+    ExecDropSingleTupleTableSlot(table->slot);
+    index_close(table->index, NoLock);  // locks are held until the transaction ends, as usual
+    table_close(table->heap, NoLock);
+}
+
+bool state_table_fetch(StateTable *table, core::State *state) {
+    begin_attempt(table);
+    IndexScanDesc scan = index_beginscan(table->heap, table->index, GetActiveSnapshot(), 2, 0);
+    index_rescan(scan, table->keys, 2, nullptr, 0);
+    const bool found = index_getnext_slot(scan, ForwardScanDirection, table->slot);
+    if (found) read_slot(table->slot, state);
+    index_endscan(scan);
+    return found;
+}
+
+bool state_table_lock_latest(StateTable *table, core::State *state) {
+    ItemPointerData tid = table->slot->tts_tid;
+    TM_FailureData failure;
+    const TM_Result result =
+        table_tuple_lock(table->heap, &tid, GetActiveSnapshot(), table->slot, GetCurrentCommandId(true),
+                         LockTupleNoKeyExclusive, LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &failure);
+    switch (result) {
+        case TM_Ok:
+            read_slot(table->slot, state);
+            return true;
+        case TM_Deleted:
+            return false;
+        default:
+            // FIND_LAST_VERSION follows updates, and the row cannot be updated by this transaction
+            // (writes are followed by CommandCounterIncrement); anything else is a bug.
+            elog(ERROR, "pg_ratelimit: unexpected result %d locking a rate_limit_state row", static_cast<int>(result));
+    }
+    pg_unreachable();
+}
+
+WriteResult state_table_update(StateTable *table, const core::State &next) {
+    TupleTableSlot *old_slot = table->slot;
+    slot_getallattrs(old_slot);
+    TupleTableSlot *new_slot = MakeSingleTupleTableSlot(RelationGetDescr(table->heap), &TTSOpsVirtual);
+    ExecClearTuple(new_slot);
+    new_slot->tts_values[ATT_LIMIT_NAME - 1] = old_slot->tts_values[ATT_LIMIT_NAME - 1];
+    new_slot->tts_values[ATT_KEY - 1] = old_slot->tts_values[ATT_KEY - 1];
+    new_slot->tts_values[ATT_VALUE - 1] = Float8GetDatum(next.value);
+    new_slot->tts_values[ATT_TS - 1] = TimestampTzGetDatum(next.ts);
+    for (int i = 0; i < 4; ++i) new_slot->tts_isnull[i] = false;
+    ExecStoreVirtualTuple(new_slot);
+
+    ItemPointerData old_tid = old_slot->tts_tid;
+    TM_FailureData failure;
+    LockTupleMode lock_mode;
+    bool update_indexes = false;
+    const TM_Result result =
+        table_tuple_update(table->heap, &old_tid, new_slot, GetCurrentCommandId(true), GetActiveSnapshot(),
+                           InvalidSnapshot, true, &failure, &lock_mode, &update_indexes);
+    end_attempt(table);
+
+    switch (result) {
+        case TM_Ok:
+            break;
+        case TM_Updated:
+        case TM_Deleted:
+            ExecDropSingleTupleTableSlot(new_slot);
+            if (IsolationUsesXactSnapshot())
+                ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                                errmsg("could not serialize access due to concurrent update")));
+            return WriteResult::lost_race;
+        default:
+            elog(ERROR, "pg_ratelimit: unexpected result %d updating a rate_limit_state row", static_cast<int>(result));
+    }
+
+    // A HOT update reuses the index entry; otherwise the new version needs one. The key columns did
+    // not change, which lets btree clean up the old entries bottom-up.
+    if (update_indexes) {
+        Datum index_values[] = {new_slot->tts_values[ATT_LIMIT_NAME - 1], new_slot->tts_values[ATT_KEY - 1]};
+        bool index_nulls[] = {false, false};
+        index_insert(table->index, index_values, index_nulls, &new_slot->tts_tid, table->heap, UNIQUE_CHECK_YES, true,
+                     BuildIndexInfo(table->index));
+    }
+    ExecDropSingleTupleTableSlot(new_slot);
+    // Later calls in this transaction (even within the same statement) must see this version.
+    CommandCounterIncrement();
+    return WriteResult::written;
+}
+
+}  // namespace pg_ratelimit

@@ -1,0 +1,53 @@
+// Direct access to rate_limit_state for the hot path: an index lookup and an in-place (usually HOT)
+// update through the table access method, without SPI or the executor. New keys are still inserted with
+// SQL (INSERT ... ON CONFLICT DO NOTHING, see statements.hpp), whose speculative insertion is not worth
+// re-implementing for the first request of each key.
+//
+// What the executor would otherwise do, done here:
+// - visibility: reads use the transaction snapshot (a fresh one per statement under READ COMMITTED),
+//   with the current command id, so a call sees the writes of earlier calls in its transaction;
+// - concurrency: an update of a version that a concurrent transaction changed reports "lost race"
+//   under READ COMMITTED (the caller retries, locking the latest version) and raises 40001 under
+//   REPEATABLE READ and SERIALIZABLE, exactly as UPDATE does; serializable predicate locks are taken by
+//   the index and heap access methods themselves;
+// - a non-HOT update inserts the new index entry; read-only transactions are refused (25006).
+// The table has no triggers, rules, foreign keys or checks to fire; the functions are SECURITY DEFINER,
+// so no privilege check is due. The table is the extension's own: do not add triggers to it.
+#pragma once
+
+#include "core/limit.hpp"
+#include "postgres_headers.hpp"
+
+namespace pg_ratelimit {
+
+struct StateTable {
+    Relation heap;
+    Relation index;        // the primary key (limit_name, key)
+    TupleTableSlot *slot;  // the key's row after a successful fetch
+    ScanKeyData keys[2];
+    bool snapshot_pushed;  // an attempt's snapshot is active, from its fetch to its write or close
+};
+
+// Registers the invalidation that forgets cached table OIDs when the extension's tables go away.
+void state_table_init();
+
+enum class WriteResult { written, lost_race };
+
+void state_table_open(Oid schema, Datum limit_name, Datum key, StateTable *table);
+void state_table_close(StateTable *table);
+
+// Starts an attempt with the statement snapshot and reads the key's row visible to it into table->slot.
+// Returns false if there is none.
+bool state_table_fetch(StateTable *table, core::State *state);
+
+// READ COMMITTED only: locks the newest version of the row fetched last (it may be newer than the
+// snapshot) and reads it. Returns false if the row has been deleted meanwhile.
+bool state_table_lock_latest(StateTable *table, core::State *state);
+
+// Replaces the two numbers of the row fetched (or locked) last.
+WriteResult state_table_update(StateTable *table, const core::State &next);
+
+// Refuses writes where the executor would: read-only transactions, hot standby, parallel mode.
+void require_writable_transaction();
+
+}  // namespace pg_ratelimit
