@@ -27,6 +27,11 @@ SET pg_ratelimit.fake_now = '2026-01-01 00:00:00.5+00';
 SELECT * FROM rate_limit_request('api-burst');
 SELECT * FROM rate_limit_request('api-burst');
 
+-- NULL for an optional argument means its default (cost 1, no reservation).
+SELECT * FROM rate_limit_request('api-null', 'default', NULL, NULL);
+SELECT * FROM rate_limit_check('api-null', 'default', NULL);
+SELECT * FROM rate_limit_refund('api-null', 'default', NULL);
+
 -- The state is two numbers per (limit, key).
 SELECT limit_name, key, value, ts FROM rate_limit_state ORDER BY limit_name, key;
 
