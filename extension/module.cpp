@@ -7,8 +7,8 @@
 extern "C" {
 PG_MODULE_MAGIC;
 
-void _PG_init(void);
-void _PG_init(void) {
+void _PG_init(void);  // NOLINT(bugprone-reserved-identifier)
+void _PG_init(void) {  // NOLINT(bugprone-reserved-identifier): the name PostgreSQL calls
     pg_ratelimit::clock_init();
     pg_ratelimit::limit_cache_init();
     pg_ratelimit::state_table_init();

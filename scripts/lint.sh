@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Static checks: clang-format (must be a no-op) and clang-tidy (.clang-tidy, warnings are errors) over
+# the extension (PGXS build, compile commands captured with bear) and the CMake build (core, client,
+# tests, benchmarks). Exits non-zero on any finding.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+ensure_packages "${PACKAGES[@]}" clang-format clang-tidy bear
+cd "$ROOT"
+
+log "clang-format"
+mapfile -t sources < <(git ls-files '*.cpp' '*.hpp')
+clang-format --dry-run -Werror "${sources[@]}"
+
+log "clang-tidy: extension (PGXS)"
+mkdir -p build/pgxs
+make -s clean
+bear --output build/pgxs/compile_commands.json -- make -s -j2
+# PGXS passes gcc-only warning flags; clang must not choke on them.
+run-clang-tidy-14 -p build/pgxs -quiet -extra-arg=-Wno-unknown-warning-option 'extension/.*\.cpp' >build/pgxs/tidy.log 2>&1 \
+    || { grep -E 'warning:|error:' build/pgxs/tidy.log; exit 1; }
+
+log "clang-tidy: client, tests, benchmarks (CMake)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j2 >/dev/null
+run-clang-tidy-14 -p build -quiet '(client|test|bench)/.*\.cpp' >build/tidy.log 2>&1 \
+    || { grep -E 'warning:|error:' build/tidy.log; exit 1; }
+echo "lint: clean"
