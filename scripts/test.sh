@@ -9,7 +9,7 @@ source "$(dirname "$0")/common.sh"
 ensure_packages "${PACKAGES[@]}"
 build_and_install_extension
 log "building the client library, tests and benchmarks (CMake)"
-cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${PG_RATELIMIT_CMAKE_ARGS:-} >/dev/null
 cmake --build "$ROOT/build" -j2 >/dev/null
 
 failed=()

@@ -1,0 +1,18 @@
+// pg_ratelimit's C++ client on libpqxx 6.4: include this one header.
+//
+//   pg_ratelimit::Limiter limiter{"dbname=app", {.pool_size = 8}};
+//   auto d = limiter.request("user1", "send_message");
+//   if (!d.allowed) return too_many_requests(d.headers());
+//
+// - limiter.hpp      Limiter: request / check / refund / reset / reserve / wait, pooled or in a transaction
+// - reservation.hpp  Reservation: consume now, cancel() to refund
+// - retry.hpp        run_transaction: retries a whole transaction on 40001 / 40P01
+// - decision.hpp     Decision and its HTTP fields (Retry-After, RateLimit, RateLimit-Policy)
+// - errors.hpp       InvalidArgument, UnknownLimit, PoolTimeout
+#pragma once
+
+#include "pg_ratelimit/decision.hpp"
+#include "pg_ratelimit/errors.hpp"
+#include "pg_ratelimit/limiter.hpp"
+#include "pg_ratelimit/reservation.hpp"
+#include "pg_ratelimit/retry.hpp"

@@ -1,0 +1,130 @@
+// The rate limiter: pg_ratelimit's SQL API from C++, on a small pool of libpqxx connections.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <pqxx/transaction_base>
+#include <string>
+
+#include "pg_ratelimit/decision.hpp"
+#include "pg_ratelimit/reservation.hpp"
+#include "pg_ratelimit/retry.hpp"
+
+namespace pg_ratelimit {
+
+namespace detail {
+class LimiterCore;
+}
+
+struct Options {
+    // Connections the Limiter opens at most (lazily; the first at construction; 0 counts as 1). Calls
+    // beyond that wait for a free one, up to acquire_timeout, then throw PoolTimeout.
+    std::size_t pool_size = 4;
+    std::chrono::milliseconds acquire_timeout{5000};
+    // Isolation level of the Limiter's own transactions. READ COMMITTED lets the server settle
+    // concurrent callers of one key by itself; at the other levels (or on YugabyteDB) they conflict
+    // with 40001, which `retry` absorbs.
+    isolation level = isolation::read_committed;
+    // Schema pg_ratelimit is installed in; empty: found through the connection's search_path.
+    std::string schema{};
+    // Retries of the pooled calls (the in-transaction calls never retry; see run_transaction).
+    RetryPolicy retry{};
+};
+
+// Cumulative counters of the pooled calls' retry loops (run_transaction reports through
+// RetryPolicy::on_retry instead).
+struct RetryStats {
+    std::uint64_t retries = 0;                 // attempts run again, all reasons
+    std::uint64_t serialization_failures = 0;  // 40001 seen (retried or not)
+    std::uint64_t deadlocks = 0;               // 40P01 seen
+    std::uint64_t connections_lost = 0;        // lost connections seen; the next attempt used a new one
+    std::uint64_t exhausted = 0;               // calls that gave up and threw after the last attempt
+};
+
+// Thread-safe: any number of threads may call any member at once (the pool hands each call its own
+// connection; libpqxx connections themselves are not thread-safe). Move-only; a moved-from Limiter may
+// only be destroyed or assigned to.
+//
+// Two kinds of calls:
+// - Pooled (no transaction argument): one short transaction of their own on a pooled connection,
+//   committed before returning, retried on 40001/40P01 and on a lost connection per Options::retry.
+//   request() and refund() run in an explicit transaction, so a connection lost before COMMIT is
+//   retried safely and one lost during COMMIT throws pqxx::in_doubt_error (never retried: the units
+//   may or may not have been consumed). check() and reset() are idempotent and run as one autocommit
+//   statement.
+// - In-transaction (first argument pqxx::transaction_base &tx): one statement inside the caller's
+//   transaction (any libpqxx transaction type, on any connection: not one of the pool's), so the rate
+//   limit commits or rolls back with the caller's own writes. They NEVER retry (that must wrap the
+//   whole transaction: see run_transaction); after one throws, tx is aborted, as after any failed
+//   statement. tx is used from the calling thread only, as libpqxx requires. They send a one-off
+//   parameterized statement rather than a prepared one, leaving the caller's connection untouched.
+//
+// Every call throws: InvalidArgument or UnknownLimit for bad input (with the server's SQLSTATE and
+// message); pqxx::broken_connection, pqxx::serialization_failure or pqxx::deadlock_detected when the
+// pooled retries are exhausted (in-transaction: at once); pqxx::in_doubt_error as said above; PoolTimeout
+// when no pooled connection became free in time; other pqxx exceptions unchanged.
+class Limiter {
+  public:
+    // conninfo: a libpq connection string ("" uses the PG* environment variables). Opens the first
+    // pooled connection and prepares the statements on it, so a bad conninfo or a database without
+    // the extension fails here (pqxx::broken_connection, pqxx::sql_error).
+    explicit Limiter(const std::string &conninfo, Options options = Options{});
+    ~Limiter();
+    Limiter(Limiter &&) noexcept;
+    Limiter &operator=(Limiter &&) noexcept;
+    Limiter(const Limiter &) = delete;
+    Limiter &operator=(const Limiter &) = delete;
+
+    // Consumes cost units of `limit` for `key` if they are available (rate_limit_request).
+    [[nodiscard]] Decision request(const std::string &key, const std::string &limit = "default", double cost = 1);
+    [[nodiscard]] Decision request(pqxx::transaction_base &tx, const std::string &key,
+                                   const std::string &limit = "default", double cost = 1);
+
+    // The decision request() would return now, consuming nothing and writing nothing
+    // (rate_limit_check); so `remaining` is what such a request would leave.
+    [[nodiscard]] Decision check(const std::string &key, const std::string &limit = "default", double cost = 1);
+    [[nodiscard]] Decision check(pqxx::transaction_base &tx, const std::string &key,
+                                 const std::string &limit = "default", double cost = 1);
+
+    // Gives cost units back to key, never above capacity (rate_limit_refund). The decision is the key's
+    // state afterwards (allowed is always true).
+    Decision refund(const std::string &key, const std::string &limit = "default", double cost = 1);
+    Decision refund(pqxx::transaction_base &tx, const std::string &key, const std::string &limit = "default",
+                    double cost = 1);
+
+    // The key starts over at full capacity (rate_limit_reset).
+    void reset(const std::string &key, const std::string &limit = "default");
+    void reset(pqxx::transaction_base &tx, const std::string &key, const std::string &limit = "default");
+
+    // Consumes now, refundable with Reservation::cancel(). See reservation.hpp, in particular for
+    // reservations made inside a transaction.
+    [[nodiscard]] Reservation reserve(const std::string &key, const std::string &limit = "default", double cost = 1,
+                                      ReserveMode mode = ReserveMode::immediate);
+    [[nodiscard]] Reservation reserve(pqxx::transaction_base &tx, const std::string &key,
+                                      const std::string &limit = "default", double cost = 1,
+                                      ReserveMode mode = ReserveMode::immediate);
+
+    // Throttling instead of rejecting: returns an allowed decision once the units are consumed, blocking
+    // the calling thread for up to max_wait; returns a denial as soon as the request cannot succeed
+    // within max_wait (at once, without writing anything, when the first answer already says so).
+    //
+    // When the units are not available now but will be within max_wait, wait() reserves them at once
+    // (reserve => true, within the limit's max_reserved) and then sleeps until they are due, so
+    // concurrent waiters queue in order instead of waking together and racing. If max_reserved leaves
+    // no room, it sleeps until retry_after (plus a little jitter) and tries again while max_wait lasts.
+    // The returned decision's retry_after is 0. The units count as consumed from the moment they are
+    // reserved, even if the thread is interrupted while sleeping. No in-transaction variant: sleeping
+    // inside a transaction would hold the key's row lock the whole time.
+    [[nodiscard]] Decision wait(const std::string &key, const std::string &limit, std::chrono::milliseconds max_wait,
+                                double cost = 1);
+
+    // Retry counters of the pooled calls so far.
+    [[nodiscard]] RetryStats stats() const;
+
+  private:
+    std::shared_ptr<detail::LimiterCore> core_;
+};
+
+}  // namespace pg_ratelimit

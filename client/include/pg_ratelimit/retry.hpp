@@ -1,0 +1,91 @@
+// Retrying whole transactions on serialization failures (40001), deadlocks (40P01) and lost connections.
+//
+// Under SERIALIZABLE or REPEATABLE READ (and on YugabyteDB at any level) PostgreSQL aborts one of two
+// transactions that update the same rate-limit key at once. The only correct response is to run the
+// whole transaction again from the start, with a fresh snapshot: retrying a single statement inside
+// the aborted transaction can never succeed, and skipping the failed work would lose writes.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <pqxx/connection_base>
+#include <pqxx/transaction>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace pg_ratelimit {
+
+enum class isolation { read_committed, repeatable_read, serializable };
+
+// Why an attempt is being retried.
+enum class RetryReason {
+    serialization_failure,  // SQLSTATE 40001 (pqxx::serialization_failure)
+    deadlock,               // SQLSTATE 40P01 (pqxx::deadlock_detected)
+    connection_lost,        // pqxx::broken_connection before the transaction committed; reconnected first
+};
+
+// Passed to RetryPolicy::on_retry before each retry's back-off sleep.
+struct RetryEvent {
+    int attempt = 0;  // the attempt that just failed, from 1
+    RetryReason reason = RetryReason::serialization_failure;
+    std::chrono::microseconds delay{0};  // the back-off about to be slept
+    std::string what{};                  // the failure's message, for logs only
+};
+
+// How often and how long to retry. Attempt n (from 1) that fails is followed by a sleep drawn
+// uniformly from [0, min(max_delay, base_delay * 2^(n-1))] ("full jitter": contending clients spread
+// out instead of colliding again in lockstep). The loop gives up, rethrowing the last failure
+// unchanged, once max_attempts attempts have failed or when the next sleep would end after
+// max_elapsed since the first attempt began.
+struct RetryPolicy {
+    int max_attempts = 8;
+    std::chrono::milliseconds max_elapsed{2000};
+    std::chrono::microseconds base_delay{1000};
+    std::chrono::microseconds max_delay{100000};
+    // Called on the retrying thread before every retry. A Limiter calls it from many threads at once,
+    // so it must be thread-safe there. An exception it throws ends the loop and propagates.
+    std::function<void(const RetryEvent &)> on_retry{};
+};
+
+// The upper bound of the back-off after failed attempt `attempt` (from 1): the range full jitter draws
+// from.
+[[nodiscard]] std::chrono::microseconds backoff_ceiling(const RetryPolicy &policy, int attempt) noexcept;
+
+namespace detail {
+void run_transaction(pqxx::connection_base &conn, isolation level, const RetryPolicy &policy,
+                     const std::function<void(pqxx::work &)> &body);
+}  // namespace detail
+
+// Runs fn(tx) in a fresh transaction on conn at the given isolation level and commits it; returns what
+// fn returned. When the attempt fails with 40001 or 40P01 (anywhere: in fn or at COMMIT), or the
+// connection is lost before COMMIT was sent, the transaction is rolled back and the WHOLE of fn runs
+// again in a new transaction, after a jittered back-off (a lost connection is re-established first:
+// session state such as SET variables or temporary tables is gone then).
+//
+// - fn may run several times: keep side effects outside the database out of it (or make them
+//   idempotent), and let exceptions from the database escape it, since swallowing one leaves an
+//   aborted transaction behind. The in-transaction Limiter calls (limiter.request(tx, ...)) are meant
+//   to be called from fn; they never retry on their own.
+// - Throws, unchanged: any exception fn throws other than the retried ones (not retried, fn ran once);
+//   pqxx::in_doubt_error when the connection broke during COMMIT (whether it committed is unknown, so
+//   it is never retried); the last 40001/40P01/broken_connection once the policy is exhausted.
+// - conn belongs to the calling thread for the duration, as any libpqxx connection; it must have no
+//   open transaction.
+template <typename F>
+auto run_transaction(pqxx::connection_base &conn, isolation level, F &&fn, const RetryPolicy &policy = RetryPolicy{})
+    -> std::invoke_result_t<F &, pqxx::work &> {
+    using Result = std::invoke_result_t<F &, pqxx::work &>;
+    static_assert(!std::is_reference_v<Result>,
+                  "run_transaction: return a value, not a reference into the transaction");
+    if constexpr (std::is_void_v<Result>) {
+        detail::run_transaction(conn, level, policy, [&fn](pqxx::work &tx) { fn(tx); });
+    } else {
+        std::optional<Result> result;  // reassigned by every attempt; only the committed one is returned
+        detail::run_transaction(conn, level, policy, [&fn, &result](pqxx::work &tx) { result.emplace(fn(tx)); });
+        return std::move(*result);
+    }
+}
+
+}  // namespace pg_ratelimit

@@ -1,0 +1,55 @@
+#include "limiter_core.hpp"
+
+#include <pqxx/nontransaction>
+#include <pqxx/transaction>
+#include <utility>
+
+namespace pg_ratelimit::detail {
+
+LimiterCore::LimiterCore(const std::string &conninfo, Options options)
+    : options_(std::move(options)),
+      statements_(options_.schema),
+      pool_(conninfo, options_.pool_size, options_.acquire_timeout, [this](pqxx::connection &connection) {
+          // The session default, so that BEGIN alone starts a transaction at the configured level.
+          pqxx::nontransaction setup{connection};
+          setup.exec0(std::string("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL ") +
+                      isolation_sql(options_.level));
+          statements_.prepare_on(connection);
+      }) {}
+
+Decision LimiterCore::pooled(Call call, const CallArgs &args) {
+    Decision decision;
+    retry_loop(
+        options_.retry, &counters_,
+        [&] {
+            const Pool::Lease lease = pool_.acquire();  // declared first: outlives the transaction
+            if (idempotent(call)) {
+                pqxx::nontransaction tx{lease.connection()};
+                decision = statements_.run_prepared(tx, call, args);
+            } else {
+                // An explicit transaction, not autocommit: a connection lost before COMMIT is then
+                // known not to have consumed anything, and only a loss during COMMIT is in doubt.
+                pqxx::work tx{lease.connection()};
+                decision = statements_.run_prepared(tx, call, args);
+                tx.commit();
+            }
+        },
+        [this] { pool_.drop_idle(); });
+    return decision;
+}
+
+Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, const CallArgs &args) const {
+    return statements_.run_unprepared(tx, call, args);
+}
+
+RetryStats LimiterCore::stats() const {
+    RetryStats stats;
+    stats.retries = counters_.retries.load();
+    stats.serialization_failures = counters_.serialization_failures.load();
+    stats.deadlocks = counters_.deadlocks.load();
+    stats.connections_lost = counters_.connections_lost.load();
+    stats.exhausted = counters_.exhausted.load();
+    return stats;
+}
+
+}  // namespace pg_ratelimit::detail

@@ -1,0 +1,34 @@
+// What a Limiter shares with the Reservations it hands out: options, statements, pool and counters.
+// Reservations hold it by shared_ptr, so a reservation can still be cancelled after its Limiter is gone.
+#pragma once
+
+#include <pqxx/transaction_base>
+#include <string>
+
+#include "pg_ratelimit/limiter.hpp"
+#include "pool.hpp"
+#include "retry_loop.hpp"
+#include "statements.hpp"
+
+namespace pg_ratelimit::detail {
+
+class LimiterCore {
+  public:
+    LimiterCore(const std::string &conninfo, Options options);
+
+    // A call in a short transaction of its own on a pooled connection, retried per options().retry.
+    Decision pooled(Call call, const CallArgs &args);
+
+    // A call inside the caller's transaction: one statement, never retried here.
+    Decision in_transaction(pqxx::transaction_base &tx, Call call, const CallArgs &args) const;
+
+    RetryStats stats() const;
+
+  private:
+    const Options options_;
+    const Statements statements_;
+    RetryCounters counters_;
+    Pool pool_;  // last: its constructor opens a connection, which needs statements_ and options_
+};
+
+}  // namespace pg_ratelimit::detail

@@ -1,0 +1,67 @@
+#include "pg_ratelimit/reservation.hpp"
+
+#include <pqxx/except>
+#include <stdexcept>
+#include <utility>
+
+#include "limiter_core.hpp"
+
+namespace pg_ratelimit {
+
+Reservation::Reservation(std::shared_ptr<detail::LimiterCore> core, std::string key, double cost, Decision decision,
+                         bool in_transaction)
+    : core_(std::move(core)),
+      key_(std::move(key)),
+      cost_(cost),
+      decision_(std::move(decision)),
+      in_transaction_(in_transaction) {}
+
+// A moved-from reservation has nothing left to cancel.
+Reservation::Reservation(Reservation &&other) noexcept
+    : core_(std::move(other.core_)),
+      key_(std::move(other.key_)),
+      cost_(other.cost_),
+      decision_(std::move(other.decision_)),
+      in_transaction_(other.in_transaction_),
+      cancelled_(std::exchange(other.cancelled_, true)) {
+    other.decision_.allowed = false;
+}
+
+Reservation &Reservation::operator=(Reservation &&other) noexcept {
+    if (this != &other) {
+        core_ = std::move(other.core_);
+        key_ = std::move(other.key_);
+        cost_ = other.cost_;
+        decision_ = std::move(other.decision_);
+        in_transaction_ = other.in_transaction_;
+        cancelled_ = std::exchange(other.cancelled_, true);
+        other.decision_.allowed = false;
+    }
+    return *this;
+}
+
+Reservation::~Reservation() = default;
+
+bool Reservation::cancel() {
+    if (core_ == nullptr || !ok() || cancelled_) return false;
+    if (in_transaction_)
+        throw std::logic_error(
+            "pg_ratelimit: a reservation made inside a transaction must be cancelled inside one: use cancel(tx)");
+    try {
+        (void)core_->pooled(detail::Call::refund, detail::CallArgs{key_, decision_.limit, cost_});
+    } catch (const pqxx::in_doubt_error &) {
+        cancelled_ = true;  // the refund may have committed: never refund twice
+        throw;
+    }
+    cancelled_ = true;
+    return true;
+}
+
+bool Reservation::cancel(pqxx::transaction_base &tx) {
+    if (core_ == nullptr || !ok() || cancelled_) return false;
+    (void)core_->in_transaction(tx, detail::Call::refund, detail::CallArgs{key_, decision_.limit, cost_});
+    cancelled_ = true;
+    return true;
+}
+
+}  // namespace pg_ratelimit

@@ -1,0 +1,46 @@
+// The SQL the client sends: one statement per call, also reading the limit's definition for the HTTP
+// headers, with intervals converted to microseconds by the server (no interval text to parse).
+#pragma once
+
+#include <pqxx/connection_base>
+#include <pqxx/transaction_base>
+#include <string>
+
+#include "pg_ratelimit/decision.hpp"
+
+namespace pg_ratelimit::detail {
+
+enum class Call { request, check, refund, reset };
+
+struct CallArgs {
+    const std::string &key;
+    const std::string &limit;
+    double cost = 1;
+    bool reserve = false;  // request only
+};
+
+// check and reset change nothing, or nothing more when repeated: they may run in autocommit mode and
+// be retried after a lost connection without any risk of applying twice.
+constexpr bool idempotent(Call call) noexcept { return call == Call::check || call == Call::reset; }
+
+class Statements {
+  public:
+    // schema: where the extension lives; empty for the search_path.
+    explicit Statements(const std::string &schema);
+
+    // Prepares every statement on a new connection and registers it with the server now, so a
+    // database without the extension fails when the connection is opened, not on first use.
+    void prepare_on(pqxx::connection_base &connection) const;
+
+    // Runs call in tx through the prepared statement (tx must be on a connection prepare_on ran on).
+    Decision run_prepared(pqxx::transaction_base &tx, Call call, const CallArgs &args) const;
+
+    // Runs call in tx as a one-off parameterized statement: for the caller's connections, which are
+    // none of ours and whose prepared-statement namespace we leave alone. Same result.
+    Decision run_unprepared(pqxx::transaction_base &tx, Call call, const CallArgs &args) const;
+
+  private:
+    std::string sql_[4];  // by Call
+};
+
+}  // namespace pg_ratelimit::detail
