@@ -14,6 +14,9 @@ esac
 
 ensure_packages "${PACKAGES[@]}"
 build_and_install_extension
+log "building the C++ client library and its example (CMake)"
+cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$ROOT/build" -j2 --target pg_ratelimit_example >/dev/null
 start_cluster
 log "CREATE EXTENSION pg_ratelimit"
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION pg_ratelimit"
@@ -35,6 +38,9 @@ attempts=$(cat "$out"/* | wc -l)
 rm -rf "$out"
 echo "attempts: $attempts, admitted: $admitted (allowance: 100)"
 [ "$admitted" -eq 100 ] || die "admitted $admitted, expected exactly 100"
+
+log "the C++ client library: client/examples/example.cpp"
+"$ROOT/build/client/pg_ratelimit_example"
 
 if $keep; then
     trap - EXIT
