@@ -1,10 +1,14 @@
 // The concurrency hammer: many connections, many requests, one key, at each isolation level. Whatever
 // the interleaving, the admitted total must equal the allowance exactly (the limit's refill over the
-// test is negligible). Serialization failures (40001) and deadlocks (40P01) are retried, as the client
-// library does; any other error fails the test.
+// test is negligible). Each request is its own transaction run by the client library's
+// run_transaction, which retries serialization failures (40001) and deadlocks (40P01); any other error,
+// or running out of retries, fails the test.
 #include <gtest/gtest.h>
 
+#include <pg_ratelimit/retry.hpp>
+
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -18,21 +22,7 @@ namespace {
 
 constexpr int kThreads = 8;
 constexpr int kRequestsPerThread = 150;
-constexpr int kMaxAttemptsPerRequest = 1000;
-
-enum class Level { read_committed, repeatable_read, serializable };
-
-const char *begin_statement(Level level) {
-    switch (level) {
-        case Level::read_committed:
-            return "BEGIN ISOLATION LEVEL READ COMMITTED";
-        case Level::repeatable_read:
-            return "BEGIN ISOLATION LEVEL REPEATABLE READ";
-        case Level::serializable:
-            return "BEGIN ISOLATION LEVEL SERIALIZABLE";
-    }
-    return "";
-}
+using Level = pg_ratelimit::isolation;
 
 std::string level_name(Level level) {
     switch (level) {
@@ -85,25 +75,28 @@ struct Tally {
     std::atomic<int> retries{0};
 };
 
-// One request in its own transaction at `level`, retried on 40001 / 40P01. Returns whether it was
-// admitted. Uses an explicit BEGIN on a nontransaction so every isolation level shares one code path.
-bool request_once(pqxx::connection &conn, const Scenario &s, const std::string &limit, Tally &tally) {
-    for (int attempt = 0; attempt < kMaxAttemptsPerRequest; ++attempt) {
-        pqxx::nontransaction tx{conn};
-        try {
-            tx.exec(begin_statement(s.level));
-            const pqxx::row row =
-                tx.exec_params1("SELECT allowed FROM rate_limit_request('hot', $1, $2)", limit, s.cost);
-            tx.exec("COMMIT");
-            return row[0].as<bool>();
-        } catch (const pqxx::serialization_failure &) {
-        } catch (const pqxx::deadlock_detected &) {
-        }
-        tx.exec("ROLLBACK");
-        ++tally.retries;
-    }
-    ADD_FAILURE() << "a request was still failing after " << kMaxAttemptsPerRequest << " attempts";
-    return false;
+// Eight clients on one key collide constantly at REPEATABLE READ and SERIALIZABLE: allow far more
+// attempts and time than an application would, so only a real failure can exhaust them.
+pg_ratelimit::RetryPolicy patient_policy(Tally &tally) {
+    pg_ratelimit::RetryPolicy policy;
+    policy.max_attempts = 1000;
+    policy.max_elapsed = std::chrono::seconds(60);
+    policy.base_delay = std::chrono::microseconds(100);
+    policy.max_delay = std::chrono::microseconds(5000);
+    policy.on_retry = [&tally](const pg_ratelimit::RetryEvent &) { ++tally.retries; };
+    return policy;
+}
+
+// One request in its own transaction at the scenario's level; returns whether it was admitted.
+bool request_once(pqxx::connection &conn, const Scenario &s, const std::string &limit,
+                  const pg_ratelimit::RetryPolicy &policy) {
+    return pg_ratelimit::run_transaction(
+        conn, s.level,
+        [&](pqxx::work &tx) {
+            return tx.exec_params1("SELECT allowed FROM rate_limit_request('hot', $1, $2)", limit, s.cost)[0]
+                .as<bool>();
+        },
+        policy);
 }
 
 class Hammer : public testing::TestWithParam<Scenario> {};
@@ -127,6 +120,7 @@ TEST_P(Hammer, AdmitsExactlyTheAllowance) {
     }
 
     Tally tally;
+    const pg_ratelimit::RetryPolicy policy = patient_policy(tally);
     StartLine start{kThreads};
     std::vector<std::thread> threads;
     std::atomic<int> failures{0};
@@ -136,7 +130,7 @@ TEST_P(Hammer, AdmitsExactlyTheAllowance) {
                 pqxx::connection conn{""};
                 start.arrive_and_wait();
                 for (int i = 0; i < kRequestsPerThread; ++i) {
-                    if (request_once(conn, s, limit, tally))
+                    if (request_once(conn, s, limit, policy))
                         ++tally.admitted;
                     else
                         ++tally.denied;
