@@ -63,10 +63,8 @@ text *key_arg(FunctionCallInfo fcinfo, int argno) {
 double cost_arg(FunctionCallInfo fcinfo, int argno) {
     if (PG_ARGISNULL(argno)) return 1.0;
     const double cost = PG_GETARG_FLOAT8(argno);
-    // Any valid limit will do to check the sign and range; capacity is checked once the limit is known.
-    core::Limit any;
-    any.capacity = core::MAX_UNITS;
-    if (core::validate_cost(any, cost) != core::CostProblem::none)
+    // Capacity is checked once the limit is known.
+    if (!core::valid_units(cost))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("cost must be positive, finite and at most %g", core::MAX_UNITS),
                         errdetail("cost is %g; the allowed range is (0, %g].", cost, core::MAX_UNITS)));

@@ -5,11 +5,7 @@
 #include "core/algorithms.hpp"
 
 namespace pg_ratelimit::core {
-namespace {
-
 bool valid_units(double units) noexcept { return std::isfinite(units) && units > 0 && units <= MAX_UNITS; }
-
-}  // namespace
 
 LimitProblem validate_limit(const Limit &limit) noexcept {
     if (!valid_units(limit.rate)) return LimitProblem::rate;

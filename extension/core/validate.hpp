@@ -25,6 +25,9 @@ enum class CostProblem : std::uint8_t {
 // Keeps window arithmetic far from int64 overflow: about 10,000 years either side of 2000.
 inline constexpr Micros MAX_START_OFFSET = Micros{10000} * 366 * 86400 * 1000000;
 
+// A finite, positive unit count no larger than MAX_UNITS (rate, capacity, cost).
+[[nodiscard]] bool valid_units(double units) noexcept;
+
 [[nodiscard]] LimitProblem validate_limit(const Limit &limit) noexcept;
 [[nodiscard]] CostProblem validate_cost(const Limit &limit, double cost) noexcept;
 
