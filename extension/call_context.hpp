@@ -1,6 +1,6 @@
 // What every SQL entry point needs besides its arguments: the extension's schema (taken from the
 // called function itself, so CREATE EXTENSION ... SCHEMA works) and the rate_limit_decision row type,
-// both cached in fn_extra for the life of the call site.
+// cached per backend by function OID until functions or types change.
 #pragma once
 
 #include "core/limit.hpp"
@@ -10,13 +10,14 @@ namespace pg_ratelimit {
 
 struct CallContext {
     Oid schema;
-    TupleDesc decision;  // blessed rate_limit_decision, or nullptr for functions not returning it
+    Oid decision_type;  // rate_limit_decision, or InvalidOid for functions not returning it
 };
 
-CallContext *call_context(FunctionCallInfo fcinfo, bool returns_decision);
+void call_context_init();
+CallContext call_context(FunctionCallInfo fcinfo, bool returns_decision);
 
 // (allowed, remaining, retry_after, reset_after) as a rate_limit_decision datum.
-Datum decision_datum(const CallContext *context, const core::Limit &limit, const core::Outcome &outcome);
+Datum decision_datum(const CallContext &context, const core::Limit &limit, const core::Outcome &outcome);
 
 // Argument accessors that raise the documented errors. NULL in a required argument is 22004; a NULL
 // optional argument means its default.

@@ -66,14 +66,14 @@ int64 cleanup_limit(Oid schema, Datum limit_name) {
 }
 
 Datum cleanup_body(FunctionCallInfo fcinfo) {
-    const CallContext *context = call_context(fcinfo, false);
+    const CallContext context = call_context(fcinfo, false);
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
-    const char *config = qualified_table(context->schema, "rate_limit_config");
-    const char *state = qualified_table(context->schema, "rate_limit_state");
+    const char *config = qualified_table(context.schema, "rate_limit_config");
+    const char *state = qualified_table(context.schema, "rate_limit_state");
 
     int64 deleted = 0;
     if (!PG_ARGISNULL(0)) {
-        deleted = cleanup_limit(context->schema, PointerGetDatum(PG_GETARG_TEXT_PP(0)));
+        deleted = cleanup_limit(context.schema, PointerGetDatum(PG_GETARG_TEXT_PP(0)));
     } else {
         if (SPI_execute(psprintf("SELECT name FROM %s ORDER BY name", config), true, 0) != SPI_OK_SELECT)
             elog(ERROR, "pg_ratelimit: reading rate_limit_config failed");
@@ -81,7 +81,7 @@ Datum cleanup_body(FunctionCallInfo fcinfo) {
         const uint64 count = SPI_processed;
         for (uint64 i = 0; i < count; ++i) {
             bool isnull = false;
-            deleted += cleanup_limit(context->schema, SPI_getbinval(names->vals[i], names->tupdesc, 1, &isnull));
+            deleted += cleanup_limit(context.schema, SPI_getbinval(names->vals[i], names->tupdesc, 1, &isnull));
         }
         if (SPI_execute(psprintf("DELETE FROM %s AS s WHERE NOT EXISTS (SELECT FROM %s AS c"
                                  " WHERE c.name OPERATOR(pg_catalog.=) s.limit_name)",

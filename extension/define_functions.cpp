@@ -51,7 +51,7 @@ void delete_all_keys(Oid schema, Datum name) {
 
 // rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start)
 Datum define_body(FunctionCallInfo fcinfo) {
-    const CallContext *context = call_context(fcinfo, false);
+    const CallContext context = call_context(fcinfo, false);
     text *name = limit_name_arg(fcinfo, 0);
     core::Limit limit;
     limit.rate = required_float8_arg(fcinfo, 1, "rate");
@@ -68,7 +68,7 @@ Datum define_body(FunctionCallInfo fcinfo) {
     require_valid_limit(limit);
 
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
-    const char *config = qualified_table(context->schema, "rate_limit_config");
+    const char *config = qualified_table(context.schema, "rate_limit_config");
 
     // Lock the existing definition (if any) to learn whether the algorithm changes.
     Oid name_type[] = {TEXTOID};
@@ -96,14 +96,14 @@ Datum define_body(FunctionCallInfo fcinfo) {
 
     // A key's two numbers mean different things under another algorithm: start those keys afresh.
     if (old_algorithm != nullptr && strcmp(old_algorithm, algorithm_name(limit.algorithm)) != 0)
-        delete_all_keys(context->schema, PointerGetDatum(name));
+        delete_all_keys(context.schema, PointerGetDatum(name));
     SPI_finish();
     PG_RETURN_VOID();
 }
 
 // rate_limit_drop(name): removes the limit and the state of all its keys.
 Datum drop_body(FunctionCallInfo fcinfo) {
-    const CallContext *context = call_context(fcinfo, false);
+    const CallContext context = call_context(fcinfo, false);
     text *name = required_text_arg(fcinfo, 0, "name");
     const char *name_string = text_to_cstring(name);
     if (strcmp(name_string, DEFAULT_LIMIT_NAME) == 0)
@@ -113,11 +113,11 @@ Datum drop_body(FunctionCallInfo fcinfo) {
     Oid types[] = {TEXTOID};
     Datum values[] = {PointerGetDatum(name)};
     spi_run(psprintf("DELETE FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
-                     qualified_table(context->schema, "rate_limit_config")),
+                     qualified_table(context.schema, "rate_limit_config")),
             1, types, values, nullptr, SPI_OK_DELETE);
     if (SPI_processed == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", name_string)));
-    delete_all_keys(context->schema, PointerGetDatum(name));
+    delete_all_keys(context.schema, PointerGetDatum(name));
     SPI_finish();
     PG_RETURN_VOID();
 }

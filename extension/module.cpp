@@ -1,4 +1,5 @@
 // Library entry: registers the settings and the limit cache's invalidation callback.
+#include "call_context.hpp"
 #include "clock.hpp"
 #include "limit_cache.hpp"
 #include "postgres_headers.hpp"
@@ -7,9 +8,10 @@
 extern "C" {
 PG_MODULE_MAGIC;
 
-void _PG_init(void);  // NOLINT(bugprone-reserved-identifier)
+void _PG_init(void);   // NOLINT(bugprone-reserved-identifier)
 void _PG_init(void) {  // NOLINT(bugprone-reserved-identifier): the name PostgreSQL calls
     pg_ratelimit::clock_init();
+    pg_ratelimit::call_context_init();
     pg_ratelimit::limit_cache_init();
     pg_ratelimit::state_table_init();
 }

@@ -31,7 +31,9 @@ extern "C" {
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 }
 
 // core/ never includes this file: CMake builds the core (for GoogleTest) without any PostgreSQL include

@@ -86,19 +86,19 @@ void require_cost_fits(const core::Limit &limit, double cost, const text *limit_
 
 // Arguments (key, limit_name, cost[, reserve]) -> rate_limit_decision.
 Datum decide(FunctionCallInfo fcinfo, Mode mode) {
-    CallContext *context = call_context(fcinfo, true);
+    const CallContext context = call_context(fcinfo, true);
     text *key = key_arg(fcinfo, 0);
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     const double cost = cost_arg(fcinfo, 2);
     const bool reserve = mode == Mode::request && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
 
-    const core::Limit limit = limit_lookup(context->schema, limit_name);
+    const core::Limit limit = limit_lookup(context.schema, limit_name);
     require_cost_fits(limit, cost, limit_name);
     const bool keyed_grid = limit.algorithm == core::Algorithm::fixed_window && !limit.has_start;
     const core::Micros origin =
         core::window_origin(limit, keyed_grid ? core::key_hash(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) : 0);
-    const core::Outcome outcome = settle({context->schema, PointerGetDatum(limit_name), PointerGetDatum(key)}, limit,
-                                         mode, cost, reserve, origin);
+    const core::Outcome outcome =
+        settle({context.schema, PointerGetDatum(limit_name), PointerGetDatum(key)}, limit, mode, cost, reserve, origin);
     return decision_datum(context, limit, outcome);
 }
 
@@ -107,13 +107,13 @@ Datum check_body(FunctionCallInfo fcinfo) { return decide(fcinfo, Mode::check); 
 Datum refund_body(FunctionCallInfo fcinfo) { return decide(fcinfo, Mode::refund); }
 
 Datum reset_body(FunctionCallInfo fcinfo) {
-    CallContext *context = call_context(fcinfo, false);
+    const CallContext context = call_context(fcinfo, false);
     text *key = key_arg(fcinfo, 0);
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
-    (void)limit_lookup(context->schema, limit_name);  // an unknown limit is an error, not a silent no-op
+    (void)limit_lookup(context.schema, limit_name);  // an unknown limit is an error, not a silent no-op
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
     Datum args[] = {PointerGetDatum(limit_name), PointerGetDatum(key)};
-    const int rc = SPI_execute_plan(statements_for(context->schema).delete_state, args, nullptr, false, 0);
+    const int rc = SPI_execute_plan(statements_for(context.schema).delete_state, args, nullptr, false, 0);
     if (rc != SPI_OK_DELETE) elog(ERROR, "pg_ratelimit: resetting a key failed: %s", SPI_result_code_string(rc));
     SPI_finish();
     PG_RETURN_VOID();

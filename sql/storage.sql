@@ -19,5 +19,5 @@ SELECT allowed, remaining FROM rate_limit_check('key1', 'dense');
 SELECT allowed, remaining FROM rate_limit_check('key2000', 'dense');
 
 SELECT rate_limit_drop('dense');
-ALTER TABLE rate_limit_state SET (fillfactor = 80);
+ALTER TABLE rate_limit_state SET (fillfactor = 50);
 RESET pg_ratelimit.fake_now;
