@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Server instructions per call, counted by callgrind: a measure of each system's CPU work that the noise
+# of a shared machine cannot move, for judging a change to the extension before a timed run.
+#   bench/instructions.sh [--no-install] [--fillfactor N] [SCRIPT...]
+#     SCRIPT: names from bench/pgbench/ (default: all of them), e.g. ext seed update
+#     --fillfactor N   rewrite rate_limit_state with this fillfactor first (ALTER TABLE + VACUUM FULL)
+#     CALLS=5000       calls measured per script (environment)
+# Loads the benchmark's data into a throwaway cluster (the harness's own preload), restarts the server
+# under callgrind (synchronous_commit=off, autovacuum off), and for each script runs pgbench (prepared
+# statements, one client) twice, with 1,000 and 1,000 + CALLS transactions: the difference of the two
+# backends' instruction counts over CALLS is the cost of one call, net of connection start-up and cache
+# warm-up. User-space instructions only: the kernel's share of a round trip (context switches, signals)
+# is not counted; bench/profile.sh shows that part.
+set -euo pipefail
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/common.sh"
+
+install=1 fillfactor=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --no-install) install=0 ;;
+        --fillfactor) fillfactor=$2; shift ;;
+        -*) die "unknown option $1" ;;
+        *) break ;;
+    esac
+    shift
+done
+calls=${CALLS:-5000}
+scripts=("$@")
+if [ ${#scripts[@]} -eq 0 ]; then
+    for f in "$ROOT"/bench/pgbench/*.sql; do scripts+=("$(basename "$f" .sql)"); done
+fi
+
+ensure_packages "${PACKAGES[@]}" libhiredis-dev valgrind
+[ "$install" = 1 ] && build_and_install_extension
+cmake -S "$ROOT" -B "$ROOT/build-bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=OFF >/dev/null
+cmake --build "$ROOT/build-bench" --target pg_ratelimit_bench -j2 >/dev/null
+
+start_cluster
+log "loading the benchmark's keys (the harness's preload)"
+"$ROOT/build-bench/bench/pg_ratelimit_bench" --systems select1 --clients 1 --rounds 1 --warmup 0 --seconds 0.05 \
+    --sync off --keys-dist uniform --serializable-clients 0 --no-extra-cell --settle 0 --out "$CLUSTER_DIR/load" \
+    >"$CLUSTER_DIR/load.log" 2>&1 || { cat "$CLUSTER_DIR/load.log"; die "loading failed"; }
+if [ -n "$fillfactor" ]; then
+    log "rewriting rate_limit_state with fillfactor $fillfactor"
+    psql -XAtq -c "ALTER TABLE rate_limit_state SET (fillfactor = $fillfactor)" -c "VACUUM FULL rate_limit_state"
+fi
+"${RUN_AS_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null
+
+log "restarting the server under callgrind"
+cg=$CLUSTER_DIR/callgrind
+"${RUN_AS_SERVER[@]}" mkdir "$cg"
+"${RUN_AS_SERVER[@]}" valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$cg/cg.%p" \
+    "$PG_BIN/postgres" -D "$CLUSTER_DIR/data" -c listen_addresses= -c unix_socket_directories="$CLUSTER_DIR" \
+    -p 5432 -c synchronous_commit=off -c autovacuum=off >"$CLUSTER_DIR/valgrind.log" 2>&1 &
+for _ in $(seq 120); do psql -XAtq -c 'SELECT 1' >/dev/null 2>&1 && break; sleep 1; done
+psql -XAtq -c 'SELECT 1' >/dev/null || { cat "$CLUSTER_DIR/valgrind.log"; die "the server did not start under valgrind"; }
+
+# Runs SCRIPT for N transactions in a new backend; prints that backend's instruction count. pgbench
+# opens more than one connection, and each backend writes its profile only as it exits: wait until the
+# new profiles are complete and no more appear, then take the largest (the one that ran the workload).
+backend_instructions() {
+    local before new count last=-1 stable=0
+    before=$(ls "$cg")
+    "$PG_BIN/pgbench" -n -M prepared -c 1 -t "$2" -f "$ROOT/bench/pgbench/$1.sql" >"$cg/../pgbench.log" 2>&1 \
+        || { cat "$cg/../pgbench.log" >&2; return 1; }
+    for _ in $(seq 150); do
+        sleep 0.2
+        new=$(comm -13 <(echo "$before") <(ls "$cg"))
+        count=$(echo "$new" | grep -c . || true)
+        if [ "$count" -gt 0 ] && [ "$count" = "$last" ] \
+            && ! for f in $new; do grep -q '^totals:' "$cg/$f" || echo incomplete; done | grep -q .; then
+            stable=$((stable + 1))
+            [ "$stable" -ge 8 ] && break
+        else
+            stable=0
+        fi
+        last=$count
+    done
+    for f in $new; do grep -E '^totals:' "$cg/$f" | head -1 | awk '{ print $2 }'; done | sort -n | tail -1
+}
+
+log "instructions per call (callgrind, ${calls} calls each)"
+printf '%-14s %12s\n' script instructions
+for s in "${scripts[@]}"; do
+    [ -f "$ROOT/bench/pgbench/$s.sql" ] || die "no script bench/pgbench/$s.sql"
+    # Warm-up: the key space's pages reach their steady state (updated, pruned again and again).
+    backend_instructions "$s" 5000 >/dev/null || die "pgbench failed on $s"
+    a=$(backend_instructions "$s" 1000) || die "pgbench failed on $s"
+    b=$(backend_instructions "$s" $(( 1000 + calls ))) || die "pgbench failed on $s"
+    printf '%-14s %12d\n' "$s" $(( (b - a) / calls ))
+done

@@ -1,0 +1,2 @@
+-- The round-trip floor.
+SELECT 1;

@@ -1,0 +1,70 @@
+# Throughput and p99 latency by clients, one column per (synchronous_commit, key distribution).
+#   gnuplot -e "datafile='plot.tsv'; outfile='plot.png'; subtitle='...'" bench/plot.gp
+# plot.tsv (written by pg_ratelimit_bench): panel, system, clients, tps, p50_us, p99_us, p999_us; the
+# rows of one (panel, system) series are contiguous, so each series is drawn as one line.
+if (!exists("datafile")) datafile = 'plot.tsv'
+if (!exists("outfile")) outfile = 'plot.png'
+if (!exists("subtitle")) subtitle = ''
+
+set terminal pngcairo size 1800,900 font 'DejaVu Sans,10' noenhanced
+set output outfile
+set datafile separator "\t"
+set datafile commentschars "#"
+
+# run.sh passes the panels and systems present in the data; these are the full run's.
+if (!exists("systems")) systems = "select1 update upsert seed ext ext_denied redis"
+if (!exists("panels")) panels = "off-uniform off-hot on-uniform on-hot"
+width = 1.0 / words(panels)
+panel_title(p) = p eq "off-uniform" ? "synchronous_commit=off, uniform keys" : \
+                 p eq "off-hot" ? "synchronous_commit=off, one hot key" : \
+                 p eq "on-uniform" ? "synchronous_commit=on, uniform keys" : "synchronous_commit=on, one hot key"
+label(s) = s eq "select1" ? "SELECT 1" : s eq "update" ? "UPDATE one row" : \
+           s eq "upsert" ? "SQL upsert bucket" : s eq "seed" ? "seed PL/pgSQL" : \
+           s eq "ext" ? "rate_limit_request" : s eq "ext_denied" ? "rate_limit_request (denied)" : \
+           s eq "redis" ? "Redis GCRA (EVALSHA)" : s
+color(s) = s eq "select1" ? 0x888888 : s eq "update" ? 0x1f77b4 : s eq "upsert" ? 0x2ca02c : \
+           s eq "seed" ? 0xd62728 : s eq "ext" ? 0x000000 : s eq "ext_denied" ? 0x9467bd : 0xff7f0e
+dash(s) = s eq "select1" || s eq "ext_denied" ? 2 : 1
+# NaN for the rows of other series: only the selected (panel, system) rows are plotted.
+pick(p, s, col) = (strcol(1) eq p && strcol(2) eq s) ? column(col) : NaN
+
+# Panels are placed by hand (one column per panel, 2 rows, above a strip for the one legend): a key
+# drawn inside a narrow panel could not lay out its entries in one row.
+set multiplot title "pg_ratelimit benchmark: throughput and p99 latency by clients".(subtitle eq '' ? '' : ' ('.subtitle.')')
+set grid
+set xtics (1, 2, 4, 8)
+set logscale x 2
+set xrange [0.8:10]
+set logscale y
+set nokey
+set size width, 0.43
+
+col = 0
+do for [p in panels] {
+    set origin col * width, 0.50
+    set title panel_title(p)
+    set ylabel "calls per second"
+    unset xlabel
+    plot for [s in systems] datafile using 3:(pick(p, s, 4)) with linespoints lw 2 pt 7 ps 0.8 \
+         lc rgb color(s) dt dash(s) notitle
+    set origin col * width, 0.07
+    set ylabel "p99 latency (µs)"
+    set xlabel "clients"
+    plot for [s in systems] datafile using 3:(pick(p, s, 6)) with linespoints lw 2 pt 7 ps 0.8 \
+         lc rgb color(s) dt dash(s) notitle
+    col = col + 1
+}
+
+# The legend: an empty plot across the bottom strip whose only visible part is its key.
+set origin 0, 0
+set size 1, 0.07
+unset title
+unset xlabel
+unset ylabel
+unset tics
+unset border
+unset grid
+set yrange [0:1]
+set key center center horizontal maxrows 1 samplen 3 font ",10"
+plot for [s in systems] NaN with linespoints lw 2 pt 7 ps 0.8 lc rgb color(s) dt dash(s) title label(s)
+unset multiplot

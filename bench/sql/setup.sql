@@ -1,0 +1,29 @@
+-- The benchmark's own objects, created afresh on every run (it may be pointed at an existing database
+-- with --conninfo, so it drops only what it created itself).
+CREATE EXTENSION IF NOT EXISTS pg_ratelimit;
+
+DROP TABLE IF EXISTS bench_update, bench_bucket;
+DROP FUNCTION IF EXISTS rate_limiting_token_bucket_request(text, int, int);
+DROP TABLE IF EXISTS rate_limiting_token_bucket;
+SELECT rate_limit_drop(name) FROM rate_limit_config WHERE name IN ('bench', 'bench_deny');
+
+-- The floor for a durable per-key write: one plain UPDATE of one indexed row. The reference tables use
+-- what the extension's state table uses ("C" collation, fillfactor 80 for HOT updates), so that they
+-- are the best case of what a user could write and the comparison isolates the per-call work.
+CREATE TABLE bench_update (
+    id text COLLATE "C" PRIMARY KEY,
+    n  bigint NOT NULL
+) WITH (fillfactor = 80);
+
+-- The single-statement token bucket (INSERT ... ON CONFLICT DO UPDATE ... RETURNING): the seed's
+-- columns and arithmetic in one statement.
+CREATE TABLE bench_bucket (
+    id text COLLATE "C" PRIMARY KEY,
+    tk bigint NOT NULL,
+    ts timestamptz NOT NULL
+) WITH (fillfactor = 80);
+
+-- Limits that admit (the realistic hot path: an admitted request writes its row) and that deny (each
+-- key's single unit is taken by the preload, and refills once a century: a denial writes nothing).
+SELECT rate_limit_define('bench', rate => 1e9, period => '1 second');
+SELECT rate_limit_define('bench_deny', rate => 1, period => '36500 days', capacity => 1);

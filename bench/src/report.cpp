@@ -1,0 +1,429 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace bench {
+namespace {
+
+constexpr double NaN = std::numeric_limits<double>::quiet_NaN();
+
+const SystemSummary *find(const CellSummary &cell, const std::string &id) {
+    for (const auto &s : cell.systems)
+        if (s.id == id) return &s;
+    return nullptr;
+}
+
+const CellSummary *find_cell(const std::vector<CellSummary> &cells, bool sync, Dist dist, int clients, Isolation iso,
+                             const std::string &setting = "") {
+    for (const auto &c : cells)
+        if (c.cell.sync_commit == sync && c.cell.dist == dist && c.cell.clients == clients && c.cell.isolation == iso &&
+            c.cell.setting == setting)
+            return &c;
+    return nullptr;
+}
+
+// The seed's function is the reference of its cell: as published in autocommit cells, and under
+// SERIALIZABLE with the same retry helper in the SERIALIZABLE cells.
+const char *seed_reference(const Cell &cell) { return cell.isolation == Isolation::serializable ? "seed_ser" : "seed"; }
+
+// Median over rounds of metric(a) / metric(b), pairing the two systems' runs of the same round.
+double paired_ratio(const SystemSummary &a, const SystemSummary *b, const std::function<double(const RunResult &)> &m) {
+    if (b == nullptr) return NaN;
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < a.rounds.size() && i < b->rounds.size(); ++i) {
+        const double denominator = m(b->rounds[i]);
+        if (denominator > 0) ratios.push_back(m(a.rounds[i]) / denominator);
+    }
+    return ratios.empty() ? NaN : median(ratios);
+}
+
+std::string fixed(double v, int decimals) {
+    if (std::isnan(v)) return "";
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.*f", decimals, v);
+    return buf;
+}
+
+// 12345.6 -> "12,346"
+std::string thousands(double v) {
+    if (std::isnan(v)) return "—";
+    std::string digits = std::to_string(static_cast<long long>(std::llround(v)));
+    std::string out;
+    const int n = static_cast<int>(digits.size());
+    for (int i = 0; i < n; ++i) {
+        out += digits[i];
+        if (digits[i] != '-' && (n - i - 1) % 3 == 0 && i != n - 1) out += ',';
+    }
+    return out;
+}
+
+std::string micros(double us) {
+    if (std::isnan(us)) return "—";
+    if (us >= 1000) return thousands(us);
+    return fixed(us, us >= 100 ? 0 : 1);
+}
+
+std::string ratio(double r) {
+    if (std::isnan(r)) return "—";
+    return fixed(r, r >= 10 ? 1 : 2);
+}
+
+std::string json_string(const std::string &s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                if (c < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+                    out += buf;
+                } else {
+                    out += static_cast<char>(c);
+                }
+        }
+    }
+    return out + "\"";
+}
+
+std::string json_number(double v) {
+    if (std::isnan(v) || std::isinf(v)) return "null";
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.6g", v);
+    return buf;
+}
+
+std::ofstream open_out(const std::string &path) {
+    std::ofstream out(path);
+    if (!out) throw std::runtime_error("cannot write " + path);
+    return out;
+}
+
+const char *sync_name(bool on) { return on ? "on" : "off"; }
+
+}  // namespace
+
+CellSummary summarize(const Cell &cell, const std::vector<std::string> &ids, const std::vector<std::string> &labels,
+                      std::vector<std::vector<RunResult>> &rounds) {
+    CellSummary summary;
+    summary.cell = cell;
+    for (std::size_t j = 0; j < ids.size(); ++j) {
+        SystemSummary s;
+        s.id = ids[j];
+        s.label = labels[j];
+        std::vector<double> tps;
+        std::vector<std::int64_t> pooled;
+        for (auto &round : rounds) {
+            RunResult &r = round[j];
+            pooled.insert(pooled.end(), r.latencies_ns.begin(), r.latencies_ns.end());
+            std::vector<std::int64_t>().swap(r.latencies_ns);
+            s.rounds.push_back(r);
+            s.total += r.counters;
+            tps.push_back(r.tps);
+        }
+        s.tps = median(tps);
+        if (s.tps > 0 && tps.size() >= 2) {
+            std::sort(tps.begin(), tps.end());
+            const auto at = [&](double q) { return tps[static_cast<std::size_t>(std::lround(q * (tps.size() - 1)))]; };
+            s.tps_spread = (at(0.75) - at(0.25)) / s.tps;
+        }
+        s.p50_us = percentile(pooled, 0.50) / 1000;
+        s.p99_us = percentile(pooled, 0.99) / 1000;
+        s.p999_us = percentile(pooled, 0.999) / 1000;
+        summary.systems.push_back(std::move(s));
+    }
+    // Copies, since the loop below writes into summary.systems.
+    const SystemSummary *found_s1 = find(summary, "select1");
+    const SystemSummary *found_seed = find(summary, seed_reference(cell));
+    const SystemSummary select1 = found_s1 ? *found_s1 : SystemSummary{};
+    const SystemSummary seed = found_seed ? *found_seed : SystemSummary{};
+    const SystemSummary *s1 = found_s1 ? &select1 : nullptr;
+    const SystemSummary *sd = found_seed ? &seed : nullptr;
+    const auto over = [](double a, const SystemSummary *ref, double SystemSummary::*field) {
+        return ref == nullptr || ref->*field <= 0 ? NaN : a / (ref->*field);
+    };
+    for (auto &s : summary.systems) {
+        s.tps_vs_select1 = paired_ratio(s, s1, [](const RunResult &r) { return r.tps; });
+        s.tps_vs_seed = paired_ratio(s, sd, [](const RunResult &r) { return r.tps; });
+        s.p50_vs_select1 = over(s.p50_us, s1, &SystemSummary::p50_us);
+        s.p50_vs_seed = over(s.p50_us, sd, &SystemSummary::p50_us);
+        s.p99_vs_select1 = over(s.p99_us, s1, &SystemSummary::p99_us);
+        s.p99_vs_seed = over(s.p99_us, sd, &SystemSummary::p99_us);
+        s.p999_vs_select1 = over(s.p999_us, s1, &SystemSummary::p999_us);
+        s.p999_vs_seed = over(s.p999_us, sd, &SystemSummary::p999_us);
+    }
+    return summary;
+}
+
+std::string cell_title(const Cell &cell) {
+    std::ostringstream out;
+    out << "synchronous_commit=" << sync_name(cell.sync_commit) << ", " << dist_name(cell.dist) << " keys, "
+        << cell.clients << (cell.clients == 1 ? " client" : " clients");
+    if (cell.isolation == Isolation::serializable) out << ", SERIALIZABLE";
+    if (!cell.setting.empty()) out << ", " << cell.setting;
+    return out.str();
+}
+
+std::vector<TargetRow> evaluate_targets(const std::vector<CellSummary> &cells) {
+    std::vector<TargetRow> rows;
+    const auto yes_no = [](bool ok) { return std::string(ok ? "yes" : "**no**"); };
+
+    const CellSummary *c2 = find_cell(cells, false, Dist::uniform, 2, Isolation::autocommit);
+    const SystemSummary *ext2 = c2 ? find(*c2, "ext") : nullptr;
+    if (ext2 != nullptr && !std::isnan(ext2->tps_vs_seed)) {
+        rows.push_back({"Durable table path ≥ 1.5× the seed's throughput (2 clients, uniform, sync off)",
+                        ratio(ext2->tps_vs_seed) + "× (" + thousands(ext2->tps) + " vs " +
+                            thousands(find(*c2, "seed")->tps) + " tps)",
+                        yes_no(ext2->tps_vs_seed >= 1.5)});
+        const SystemSummary *redis = find(*c2, "redis");
+        if (redis != nullptr) {
+            const double r = paired_ratio(*ext2, redis, [](const RunResult &x) { return x.tps; });
+            rows.push_back({"Aim: at or above the Redis GCRA script (same cell)",
+                            ratio(r) + "× (" + thousands(ext2->tps) + " vs " + thousands(redis->tps) + " tps)",
+                            yes_no(r >= 1.0)});
+        }
+    }
+    for (const auto &c : cells) {
+        if (c.cell.setting.empty() || c.cell.isolation != Isolation::autocommit) continue;
+        const SystemSummary *ext = find(c, "ext");
+        if (ext == nullptr || std::isnan(ext->tps_vs_seed)) continue;
+        rows.push_back(
+            {"(same target, server setting " + c.cell.setting + ") ≥ 1.5× the seed, " + std::to_string(c.cell.clients) +
+                 " clients, uniform, sync off",
+             ratio(ext->tps_vs_seed) + "× (" + thousands(ext->tps) + " vs " + thousands(find(c, "seed")->tps) + " tps)",
+             yes_no(ext->tps_vs_seed >= 1.5)});
+    }
+    const CellSummary *c1 = find_cell(cells, false, Dist::uniform, 1, Isolation::autocommit);
+    const SystemSummary *ext1 = c1 ? find(*c1, "ext") : nullptr;
+    if (ext1 != nullptr && !std::isnan(ext1->p99_vs_select1)) {
+        rows.push_back({"p99 at 1 client ≤ 2× that of SELECT 1 (uniform, sync off)",
+                        ratio(ext1->p99_vs_select1) + "× (" + micros(ext1->p99_us) + " vs " +
+                            micros(find(*c1, "select1")->p99_us) + " µs)",
+                        yes_no(ext1->p99_vs_select1 <= 2.0)});
+    }
+    bool any_serializable = false;
+    for (const auto &c : cells) {
+        if (c.cell.isolation != Isolation::serializable || c.cell.sync_commit) continue;
+        for (const char *id : {"ext_ser", "ext_ser_patient"}) {
+            const SystemSummary *ext = find(c, id);
+            if (ext == nullptr) continue;
+            any_serializable = true;
+            const Counters &t = ext->total;
+            std::ostringstream measured;
+            measured << t.errors << " errors in " << thousands(static_cast<double>(t.calls)) << " calls; "
+                     << thousands(static_cast<double>(t.retried_calls)) << " calls ("
+                     << fixed(t.calls ? 100.0 * static_cast<double>(t.retried_calls) / static_cast<double>(t.calls) : 0,
+                              1)
+                     << "%) needed a retry; " << thousands(static_cast<double>(t.retries)) << " retries, "
+                     << thousands(static_cast<double>(t.serialization_failures)) << " × 40001";
+            rows.push_back({"Hot key, SERIALIZABLE, " + std::to_string(c.cell.clients) + " clients, client library (" +
+                                (std::string(id) == "ext_ser" ? "default RetryPolicy" : "max_attempts=100") +
+                                "): no error reaches the application",
+                            measured.str(), yes_no(t.errors == 0)});
+        }
+    }
+    if (any_serializable)
+        rows.push_back({"… with hot-key shards: ≥ 10× fewer retried calls",
+                        "not measurable: the extension has no hot-key shards yet", "n/a"});
+    return rows;
+}
+
+void write_csv(const std::string &path, const std::vector<CellSummary> &cells) {
+    std::ofstream out = open_out(path);
+    out << "synchronous_commit,keys,clients,isolation,setting,system,label,rounds,tps,tps_spread,p50_us,p99_us,p999_us,"
+           "tps_vs_select1,tps_vs_seed,p50_vs_select1,p50_vs_seed,p99_vs_select1,p99_vs_seed,p999_vs_select1,"
+           "p999_vs_seed,calls,denied,errors,retries,serialization_failures,deadlocks,retried_calls,exhausted\n";
+    for (const auto &c : cells)
+        for (const auto &s : c.systems) {
+            const Counters &t = s.total;
+            out << sync_name(c.cell.sync_commit) << ',' << dist_name(c.cell.dist) << ',' << c.cell.clients << ','
+                << (c.cell.isolation == Isolation::serializable ? "serializable" : "autocommit") << ",\""
+                << c.cell.setting << "\"," << s.id << ",\"" << s.label << "\"," << s.rounds.size() << ','
+                << fixed(s.tps, 1) << ',' << fixed(s.tps_spread, 3) << ',' << fixed(s.p50_us, 1) << ','
+                << fixed(s.p99_us, 1) << ',' << fixed(s.p999_us, 1) << ',' << fixed(s.tps_vs_select1, 4) << ','
+                << fixed(s.tps_vs_seed, 4) << ',' << fixed(s.p50_vs_select1, 4) << ',' << fixed(s.p50_vs_seed, 4) << ','
+                << fixed(s.p99_vs_select1, 4) << ',' << fixed(s.p99_vs_seed, 4) << ',' << fixed(s.p999_vs_select1, 4)
+                << ',' << fixed(s.p999_vs_seed, 4) << ',' << t.calls << ',' << t.denied << ',' << t.errors << ','
+                << t.retries << ',' << t.serialization_failures << ',' << t.deadlocks << ',' << t.retried_calls << ','
+                << t.exhausted << '\n';
+        }
+}
+
+void write_json(const std::string &path, const Meta &meta, const std::vector<CellSummary> &cells) {
+    std::ofstream out = open_out(path);
+    out << "{\n  \"meta\": {";
+    for (std::size_t i = 0; i < meta.size(); ++i)
+        out << (i ? "," : "") << "\n    " << json_string(meta[i].first) << ": " << json_string(meta[i].second);
+    out << "\n  },\n  \"cells\": [";
+    for (std::size_t ci = 0; ci < cells.size(); ++ci) {
+        const CellSummary &c = cells[ci];
+        out << (ci ? "," : "") << "\n    {\"synchronous_commit\": " << json_string(sync_name(c.cell.sync_commit))
+            << ", \"keys\": " << json_string(dist_name(c.cell.dist)) << ", \"clients\": " << c.cell.clients
+            << ", \"isolation\": "
+            << json_string(c.cell.isolation == Isolation::serializable ? "serializable" : "autocommit")
+            << ", \"setting\": " << json_string(c.cell.setting) << ", \"wall_seconds\": " << json_number(c.wall_seconds)
+            << ",\n     \"systems\": [";
+        for (std::size_t si = 0; si < c.systems.size(); ++si) {
+            const SystemSummary &s = c.systems[si];
+            const Counters &t = s.total;
+            out << (si ? "," : "") << "\n      {\"system\": " << json_string(s.id)
+                << ", \"label\": " << json_string(s.label) << ", \"tps\": " << json_number(s.tps)
+                << ", \"tps_spread\": " << json_number(s.tps_spread) << ", \"p50_us\": " << json_number(s.p50_us)
+                << ", \"p99_us\": " << json_number(s.p99_us) << ", \"p999_us\": " << json_number(s.p999_us)
+                << ",\n       \"ratios\": {\"tps_vs_select1\": " << json_number(s.tps_vs_select1)
+                << ", \"tps_vs_seed\": " << json_number(s.tps_vs_seed)
+                << ", \"p50_vs_select1\": " << json_number(s.p50_vs_select1)
+                << ", \"p50_vs_seed\": " << json_number(s.p50_vs_seed)
+                << ", \"p99_vs_select1\": " << json_number(s.p99_vs_select1)
+                << ", \"p99_vs_seed\": " << json_number(s.p99_vs_seed)
+                << ", \"p999_vs_select1\": " << json_number(s.p999_vs_select1)
+                << ", \"p999_vs_seed\": " << json_number(s.p999_vs_seed)
+                << "},\n       \"counters\": {\"calls\": " << t.calls << ", \"denied\": " << t.denied
+                << ", \"errors\": " << t.errors << ", \"retries\": " << t.retries
+                << ", \"serialization_failures\": " << t.serialization_failures << ", \"deadlocks\": " << t.deadlocks
+                << ", \"retried_calls\": " << t.retried_calls << ", \"exhausted\": " << t.exhausted
+                << "},\n       \"rounds\": [";
+            for (std::size_t ri = 0; ri < s.rounds.size(); ++ri) {
+                const RunResult &r = s.rounds[ri];
+                out << (ri ? ", " : "") << "{\"tps\": " << json_number(r.tps)
+                    << ", \"p50_us\": " << json_number(r.p50_us) << ", \"p99_us\": " << json_number(r.p99_us)
+                    << ", \"p999_us\": " << json_number(r.p999_us) << ", \"max_us\": " << json_number(r.max_us)
+                    << ", \"calls\": " << r.counters.calls << ", \"errors\": " << r.counters.errors << "}";
+            }
+            out << "]}";
+        }
+        out << "\n     ]}";
+    }
+    out << "\n  ]\n}\n";
+}
+
+void write_markdown(const std::string &path, const Meta &meta, const std::vector<CellSummary> &cells) {
+    std::ofstream out = open_out(path);
+    out << "# pg_ratelimit benchmark run\n\n";
+    for (const auto &[key, value] : meta) out << "- **" << key << "**: " << value << "\n";
+
+    out << "\n## Targets\n\n| target | measured | met |\n|---|---|---|\n";
+    for (const auto &row : evaluate_targets(cells))
+        out << "| " << row.target << " | " << row.measured << " | " << row.met << " |\n";
+
+    out << "\n## Results\n\n"
+           "tps: calls per second, all clients together, the median over the rounds. p50/p99/p99.9: latency of "
+           "one call as the client sees it, in microseconds, over all calls of all rounds. ÷S1 and ÷seed: the "
+           "figure divided by that of `SELECT 1` and of the seed's PL/pgSQL function in the same cell (for tps, "
+           "the median of the per-round ratios; under SERIALIZABLE the seed's function runs the same way, with "
+           "the same retry helper). Throughput ratios above 1 and latency ratios below 1 beat the reference.\n";
+    // One table per (synchronous_commit, keys, isolation), rows grouped by clients.
+    struct Group {
+        bool sync;
+        Dist dist;
+        Isolation iso;
+        std::string setting;
+        bool has(const Cell &c) const {
+            return sync == c.sync_commit && dist == c.dist && iso == c.isolation && setting == c.setting;
+        }
+    };
+    std::vector<Group> groups;
+    for (const auto &c : cells) {
+        bool seen = false;
+        for (const auto &g : groups) seen = seen || g.has(c.cell);
+        if (!seen) groups.push_back({c.cell.sync_commit, c.cell.dist, c.cell.isolation, c.cell.setting});
+    }
+    for (const auto &g : groups) {
+        out << "\n### synchronous_commit=" << sync_name(g.sync) << ", "
+            << (g.dist == Dist::uniform ? "keys uniform over the key space" : "one hot key")
+            << (g.iso == Isolation::serializable ? ", each call a SERIALIZABLE transaction with retries" : "")
+            << (g.setting.empty() ? "" : ", server setting " + g.setting) << "\n\n";
+        const bool ser = g.iso == Isolation::serializable;
+        out << "| clients | system | tps | ÷S1 | ÷seed | p50 µs | ÷S1 | ÷seed | p99 µs | ÷S1 | ÷seed | p99.9 µs | ÷S1 "
+               "| ÷seed |"
+            << (ser ? " calls | retried calls | retries | 40001 | errors to app |" : "") << "\n";
+        out << "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|" << (ser ? "--:|--:|--:|--:|--:|" : "")
+            << "\n";
+        std::vector<std::string> notes;
+        for (const auto &c : cells) {
+            if (!g.has(c.cell)) continue;
+            for (const auto &s : c.systems) {
+                out << "| " << c.cell.clients << " | " << s.label << " | " << thousands(s.tps) << " | "
+                    << ratio(s.tps_vs_select1) << " | " << ratio(s.tps_vs_seed) << " | " << micros(s.p50_us) << " | "
+                    << ratio(s.p50_vs_select1) << " | " << ratio(s.p50_vs_seed) << " | " << micros(s.p99_us) << " | "
+                    << ratio(s.p99_vs_select1) << " | " << ratio(s.p99_vs_seed) << " | " << micros(s.p999_us) << " | "
+                    << ratio(s.p999_vs_select1) << " | " << ratio(s.p999_vs_seed) << " |";
+                const Counters &t = s.total;
+                if (ser)
+                    out << " " << thousands(static_cast<double>(t.calls)) << " | "
+                        << thousands(static_cast<double>(t.retried_calls)) << " | "
+                        << thousands(static_cast<double>(t.retries)) << " | "
+                        << thousands(static_cast<double>(t.serialization_failures)) << " | " << t.errors << " |";
+                out << "\n";
+                if (!ser && t.errors > 0)
+                    notes.push_back(std::to_string(c.cell.clients) + " clients, " + s.label + ": " +
+                                    std::to_string(t.errors) + " errors");
+                const bool expect_denied = s.id == "ext_denied";
+                const bool admission_checked = s.id != "select1" && s.id != "update";
+                if (admission_checked && t.calls > 0 && (expect_denied ? t.denied != t.calls : t.denied > 0))
+                    notes.push_back(std::to_string(c.cell.clients) + " clients, " + s.label + ": " +
+                                    std::to_string(t.denied) + " of " + std::to_string(t.calls) + " calls denied");
+            }
+        }
+        std::string spread;
+        for (const auto &c : cells) {
+            if (!g.has(c.cell)) continue;
+            if (const SystemSummary *s1 = find(c, "select1"))
+                spread += std::string(spread.empty() ? "" : ", ") + std::to_string(c.cell.clients) + " clients " +
+                          fixed(100 * s1->tps_spread, 0) + "%";
+        }
+        if (!spread.empty())
+            out << "\nNoise: round-to-round spread of SELECT 1 throughput (interquartile range / median): " << spread
+                << ".\n";
+        for (const auto &n : notes) out << "\n- ⚠ " << n;
+        if (!notes.empty()) out << "\n";
+    }
+}
+
+void write_plot_data(const std::string &path, const std::vector<CellSummary> &cells) {
+    std::ofstream out = open_out(path);
+    // Rows of one (panel, system) series are contiguous and ordered by clients, so gnuplot draws each
+    // series as one line.
+    out << "# panel\tsystem\tclients\ttps\tp50_us\tp99_us\tp999_us\n";
+    std::vector<std::string> panels, systems;
+    const auto add = [](std::vector<std::string> &v, const std::string &x) {
+        for (const auto &y : v)
+            if (y == x) return;
+        v.push_back(x);
+    };
+    for (const auto &c : cells) {
+        if (c.cell.isolation != Isolation::autocommit || !c.cell.setting.empty()) continue;
+        add(panels, std::string(sync_name(c.cell.sync_commit)) + "-" + dist_name(c.cell.dist));
+        for (const auto &s : c.systems) add(systems, s.id);
+    }
+    for (const auto &panel : panels)
+        for (const auto &system : systems)
+            for (const auto &c : cells) {
+                if (c.cell.isolation != Isolation::autocommit || !c.cell.setting.empty()) continue;
+                if (std::string(sync_name(c.cell.sync_commit)) + "-" + dist_name(c.cell.dist) != panel) continue;
+                const SystemSummary *s = find(c, system);
+                if (s == nullptr) continue;
+                out << panel << '\t' << system << '\t' << c.cell.clients << '\t' << fixed(s->tps, 1) << '\t'
+                    << fixed(s->p50_us, 1) << '\t' << fixed(s->p99_us, 1) << '\t' << fixed(s->p999_us, 1) << '\n';
+            }
+}
+
+}  // namespace bench

@@ -1,0 +1,60 @@
+// The measured systems. Every PostgreSQL one is a prepared statement run in autocommit (one transaction
+// per call, no BEGIN/COMMIT round trips) on its own libpqxx connection per client, except the
+// SERIALIZABLE ones, which go through the client library's run_transaction retry helper.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "bench.hpp"
+
+namespace bench {
+
+// The limits and parameters every system is configured with, so that requests are admitted (the
+// realistic hot path: an admitted request writes).
+struct Params {
+    std::string conninfo;                   // libpq connection string ("" = the PG* environment variables)
+    int refill_per_sec = 1000000;           // seed and single-statement bucket: tokens per second...
+    int window_seconds = 60;                // ...and seconds of burst (capacity = refill * window, fits an int)
+    std::string limit = "bench";            // pg_ratelimit limit that admits (rate 1e9 per second)
+    std::string deny_limit = "bench_deny";  // pg_ratelimit limit whose keys are all exhausted
+    // The client library's retry policy for the SERIALIZABLE scenario; 0 keeps the library's default.
+    int retry_max_attempts = 0;
+    int retry_max_elapsed_ms = 0;
+};
+
+std::unique_ptr<System> make_select1(const Params &p);
+std::unique_ptr<System> make_update_floor(const Params &p);
+std::unique_ptr<System> make_upsert(const Params &p);
+std::unique_ptr<System> make_seed(const Params &p);
+std::unique_ptr<System> make_ext(const Params &p);
+std::unique_ptr<System> make_ext_denied(const Params &p);
+std::unique_ptr<System> make_ext_record(const Params &p);  // optional: SELECT rate_limit_request(...)
+std::unique_ptr<System> make_seed_serializable(const Params &p);
+// The client library with its default RetryPolicy (what an application gets), and with the patient
+// policy of the library's own example for a hot key (max_attempts 100, max_elapsed 30 s).
+std::unique_ptr<System> make_ext_serializable(const Params &p);
+std::unique_ptr<System> make_ext_serializable_patient(const Params &p);
+
+// Whether the client library was part of the build (otherwise the SERIALIZABLE scenario uses a local
+// stand-in for run_transaction, and says so in the results).
+bool have_client_library();
+
+// The SQL text of each statement, for the report.
+std::string statement_sql(const std::string &system_id);
+
+// Redis GCRA through EVALSHA. `address` is a unix socket path (contains '/') or host:port; `sha` is the
+// SCRIPT LOAD result of bench/gcra.lua; emission_us and burst configure the GCRA (see gcra.lua).
+bool have_redis_support();
+std::unique_ptr<System> make_redis_gcra(const std::string &address, const std::string &sha, long emission_us,
+                                        long burst);
+
+// Loads the Lua script on the server and returns its SHA1; preloads keys (one EVALSHA each, pipelined);
+// returns the server's version. All throw std::runtime_error on failure.
+std::string redis_script_load(const std::string &address, const std::string &script);
+void redis_preload(const std::string &address, const std::string &sha, const std::vector<std::string> &keys,
+                   long emission_us, long burst);
+std::string redis_version(const std::string &address);
+
+}  // namespace bench
