@@ -109,9 +109,9 @@ bool run_serializable(pqxx::connection &conn, F &&fn, const RetryPolicyT &policy
 struct RetryEventT {
     bool serialization;
 };
-struct RetryPolicyT {
-    int max_attempts = 8;
-    std::chrono::milliseconds max_elapsed{2000};
+struct RetryPolicyT {  // the client library's defaults
+    int max_attempts = 100;
+    std::chrono::milliseconds max_elapsed{10000};
     std::chrono::microseconds base_delay{1000};
     std::chrono::microseconds max_delay{100000};
     std::function<void(const RetryEventT &)> on_retry;

@@ -9,6 +9,7 @@ namespace pg_ratelimit::detail {
 LimiterCore::LimiterCore(const std::string &conninfo, Options options)
     : options_(std::move(options)),
       statements_(options_.schema),
+      policies_(options_.policy_ttl),
       pool_(conninfo, options_.pool_size, options_.acquire_timeout, [this](pqxx::connection &connection) {
           // The session default, so that BEGIN alone starts a transaction at the configured level.
           pqxx::nontransaction setup{connection};
@@ -23,14 +24,22 @@ Decision LimiterCore::pooled(Call call, const CallArgs &args) {
         options_.retry, &counters_,
         [&] {
             const Pool::Lease lease = pool_.acquire();  // declared first: outlives the transaction
+            const auto run = [&](pqxx::transaction_base &tx) {
+                decision = statements_.run_prepared(tx, call, args);
+                if (call != Call::reset)
+                    decision.policy =
+                        policies_.get(args.limit, [&] { return statements_.policy_prepared(tx, args.limit); });
+            };
             if (idempotent(call)) {
                 pqxx::nontransaction tx{lease.connection()};
-                decision = statements_.run_prepared(tx, call, args);
+                run(tx);
             } else {
                 // An explicit transaction, not autocommit: a connection lost before COMMIT is then
-                // known not to have consumed anything, and only a loss during COMMIT is in doubt.
+                // known not to have consumed anything, and only a loss during COMMIT is in doubt. A
+                // policy read on a cache miss runs in it too, before COMMIT, so that its failure is
+                // retried like any other and never hides a committed decision.
                 pqxx::work tx{lease.connection()};
-                decision = statements_.run_prepared(tx, call, args);
+                run(tx);
                 tx.commit();
             }
         },
@@ -38,8 +47,13 @@ Decision LimiterCore::pooled(Call call, const CallArgs &args) {
     return decision;
 }
 
-Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, const CallArgs &args) const {
-    return statements_.run_unprepared(tx, call, args);
+Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, const CallArgs &args) {
+    Decision decision = statements_.run_unprepared(tx, call, args);
+    // On a miss, the policy is read in the caller's transaction, the only connection this thread may
+    // use without waiting for the pool (a pooled connection could be busy behind a row lock tx holds).
+    if (call != Call::reset)
+        decision.policy = policies_.get(args.limit, [&] { return statements_.policy_unprepared(tx, args.limit); });
+    return decision;
 }
 
 RetryStats LimiterCore::stats() const {

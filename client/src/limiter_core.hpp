@@ -1,11 +1,13 @@
-// What a Limiter shares with the Reservations it hands out: options, statements, pool and counters.
-// Reservations hold it by shared_ptr, so a reservation can still be cancelled after its Limiter is gone.
+// What a Limiter shares with the Reservations it hands out: options, statements, policy cache, pool and
+// counters. Reservations hold it by shared_ptr, so a reservation can still be cancelled after its
+// Limiter is gone.
 #pragma once
 
 #include <pqxx/transaction_base>
 #include <string>
 
 #include "pg_ratelimit/limiter.hpp"
+#include "policy_cache.hpp"
 #include "pool.hpp"
 #include "retry_loop.hpp"
 #include "statements.hpp"
@@ -19,8 +21,9 @@ class LimiterCore {
     // A call in a short transaction of its own on a pooled connection, retried per options().retry.
     Decision pooled(Call call, const CallArgs &args);
 
-    // A call inside the caller's transaction: one statement, never retried here.
-    Decision in_transaction(pqxx::transaction_base &tx, Call call, const CallArgs &args) const;
+    // A call inside the caller's transaction: one statement, never retried here (plus, when the policy
+    // cache has no fresh entry for the limit, a read of rate_limit_config in the same transaction).
+    Decision in_transaction(pqxx::transaction_base &tx, Call call, const CallArgs &args);
 
     RetryStats stats() const;
 
@@ -28,6 +31,7 @@ class LimiterCore {
     const Options options_;
     const Statements statements_;
     RetryCounters counters_;
+    PolicyCache policies_;
     Pool pool_;  // last: its constructor opens a connection, which needs statements_ and options_
 };
 

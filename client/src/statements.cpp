@@ -1,9 +1,11 @@
 #include "statements.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <pqxx/except>
 #include <pqxx/result>
 
+#include "seconds_text.hpp"
 #include "translate.hpp"
 
 namespace pg_ratelimit::detail {
@@ -11,6 +13,7 @@ namespace {
 
 const char *const STATEMENT_NAMES[] = {"pg_ratelimit_request", "pg_ratelimit_check", "pg_ratelimit_refund",
                                        "pg_ratelimit_reset"};
+const char *const POLICY_STATEMENT_NAME = "pg_ratelimit_policy";
 
 std::size_t index(Call call) { return static_cast<std::size_t>(call); }
 
@@ -20,17 +23,16 @@ std::string quote_identifier(const std::string &name) {
     return out + '"';
 }
 
-// A decision row plus the limit's rate, period and capacity (NULL if the limit is not visible).
+// The decision row alone: the function call is the whole statement. (The limit's definition used to be
+// joined in here, read on every call: 151k server instructions per prepared call under callgrind, against
+// 109k now; see policy_cache.hpp for where it comes from instead.) The intervals come as seconds,
+// extract(epoch ...), whose text the client converts to microseconds exactly: unlike an interval's own
+// text it does not depend on the session's IntervalStyle, and it costs the server less than scaling and
+// casting them to int8 in SQL (13% of a prepared call; 20% of a one-off statement, parsed every time).
 std::string decision_sql(const std::string &prefix, const std::string &function_call) {
-    return "SELECT d.allowed, d.remaining,"
-           " (extract(epoch FROM d.retry_after) * 1000000)::int8,"
-           " (extract(epoch FROM d.reset_after) * 1000000)::int8,"
-           " c.rate, (extract(epoch FROM c.period) * 1000000)::int8, c.capacity"
+    return "SELECT d.allowed, d.remaining, extract(epoch FROM d.retry_after), extract(epoch FROM d.reset_after)"
            " FROM " +
-           prefix + function_call +
-           " AS d"
-           " LEFT JOIN " +
-           prefix + "rate_limit_config AS c ON c.name = $2::text";
+           prefix + function_call + " AS d";
 }
 
 Decision to_decision(const pqxx::result &result, Call call, const std::string &limit) {
@@ -40,12 +42,15 @@ Decision to_decision(const pqxx::result &result, Call call, const std::string &l
     const pqxx::row row = result.at(0);
     decision.allowed = row[0].as<bool>();
     decision.remaining = row[1].as<std::int64_t>();
-    decision.retry_after = std::chrono::microseconds{row[2].as<std::int64_t>()};
-    decision.reset_after = std::chrono::microseconds{row[3].as<std::int64_t>()};
-    if (!row[4].is_null())
-        decision.policy =
-            Policy{row[4].as<double>(), std::chrono::microseconds{row[5].as<std::int64_t>()}, row[6].as<double>()};
+    decision.retry_after = micros_from_seconds(row[2].c_str());
+    decision.reset_after = micros_from_seconds(row[3].c_str());
     return decision;
+}
+
+std::optional<Policy> to_policy(const pqxx::result &result) {
+    if (result.empty()) return std::nullopt;
+    const pqxx::row row = result[0];
+    return Policy{row[0].as<double>(), micros_from_seconds(row[1].c_str()), row[2].as<double>()};
 }
 
 // Runs exec(sql_or_name, params...) with the call's parameters; bad input becomes a typed exception.
@@ -79,6 +84,8 @@ Statements::Statements(const std::string &schema) {
     sql_[index(Call::check)] = decision_sql(prefix, "rate_limit_check($1::text, $2::text, $3::float8)");
     sql_[index(Call::refund)] = decision_sql(prefix, "rate_limit_refund($1::text, $2::text, $3::float8)");
     sql_[index(Call::reset)] = "SELECT " + prefix + "rate_limit_reset($1::text, $2::text)";
+    policy_sql_ =
+        "SELECT rate, extract(epoch FROM period), capacity FROM " + prefix + "rate_limit_config WHERE name = $1::text";
 }
 
 void Statements::prepare_on(pqxx::connection_base &connection) const {
@@ -86,6 +93,8 @@ void Statements::prepare_on(pqxx::connection_base &connection) const {
         connection.prepare(STATEMENT_NAMES[index(call)], sql_[index(call)]);
         connection.prepare_now(STATEMENT_NAMES[index(call)]);
     }
+    connection.prepare(POLICY_STATEMENT_NAME, policy_sql_);
+    connection.prepare_now(POLICY_STATEMENT_NAME);
 }
 
 Decision Statements::run_prepared(pqxx::transaction_base &tx, Call call, const CallArgs &args) const {
@@ -98,6 +107,14 @@ Decision Statements::run_unprepared(pqxx::transaction_base &tx, Call call, const
     const std::string &sql = sql_[index(call)];
     return to_decision(execute(call, args, [&](auto &&...params) { return tx.exec_params(sql, params...); }), call,
                        args.limit);
+}
+
+std::optional<Policy> Statements::policy_prepared(pqxx::transaction_base &tx, const std::string &limit) const {
+    return to_policy(tx.exec_prepared(POLICY_STATEMENT_NAME, limit));
+}
+
+std::optional<Policy> Statements::policy_unprepared(pqxx::transaction_base &tx, const std::string &limit) const {
+    return to_policy(tx.exec_params(policy_sql_, limit));
 }
 
 }  // namespace pg_ratelimit::detail

@@ -1,7 +1,9 @@
-// The SQL the client sends: one statement per call, also reading the limit's definition for the HTTP
-// headers, with intervals converted to microseconds by the server (no interval text to parse).
+// The SQL the client sends: one statement per call, the rate_limit_* function alone, and the read of a
+// limit's definition for the policy cache. Intervals are read as seconds (extract(epoch ...)), never as
+// interval text, whose format depends on the session's IntervalStyle.
 #pragma once
 
+#include <optional>
 #include <pqxx/connection_base>
 #include <pqxx/transaction_base>
 #include <string>
@@ -28,19 +30,27 @@ class Statements {
     // schema: where the extension lives; empty for the search_path.
     explicit Statements(const std::string &schema);
 
-    // Prepares every statement on a new connection and registers it with the server now, so a
-    // database without the extension fails when the connection is opened, not on first use.
+    // Prepares every statement (the calls' and the policy read) on a new connection and registers them
+    // with the server now, so a database without the extension fails when the connection is opened, not
+    // on first use.
     void prepare_on(pqxx::connection_base &connection) const;
 
-    // Runs call in tx through the prepared statement (tx must be on a connection prepare_on ran on).
+    // Runs call in tx through the prepared statement (tx must be on a connection prepare_on ran on). The
+    // decision's policy is left empty: it comes from the PolicyCache.
     Decision run_prepared(pqxx::transaction_base &tx, Call call, const CallArgs &args) const;
 
     // Runs call in tx as a one-off parameterized statement: for the caller's connections, which are
     // none of ours and whose prepared-statement namespace we leave alone. Same result.
     Decision run_unprepared(pqxx::transaction_base &tx, Call call, const CallArgs &args) const;
 
+    // The limit's rate, period and capacity from rate_limit_config, as tx sees it; nullopt without a
+    // visible row. Prepared, or one-off on the caller's connections, as above.
+    std::optional<Policy> policy_prepared(pqxx::transaction_base &tx, const std::string &limit) const;
+    std::optional<Policy> policy_unprepared(pqxx::transaction_base &tx, const std::string &limit) const;
+
   private:
     std::string sql_[4];  // by Call
+    std::string policy_sql_;
 };
 
 }  // namespace pg_ratelimit::detail

@@ -9,7 +9,8 @@
 
 namespace pg_ratelimit {
 
-// A named limit's definition, as read from rate_limit_config in the same statement as the decision.
+// A named limit's definition, as read from rate_limit_config by the Limiter at most
+// Options::policy_ttl (30 s by default) before the decision: cached per Limiter and limit name.
 struct Policy {
     double rate = 0;                      // units added per period
     std::chrono::microseconds period{0};  // refill period (token bucket) or window length (fixed window)
@@ -32,8 +33,9 @@ struct Decision {
     std::chrono::microseconds retry_after{0};
     std::chrono::microseconds reset_after{0};  // until the key is back at full capacity
     std::string limit{};                       // the limit's name, as passed by the caller
-    // The limit's definition, for the RateLimit-Policy field. Empty only if the limit vanished between
-    // the decision and the read of rate_limit_config (or is invisible to the caller's snapshot).
+    // The limit's definition, for the RateLimit-Policy field (see Policy: it may be up to
+    // Options::policy_ttl old). Empty if the limit's row was not visible when it was last read (dropped
+    // meanwhile, or invisible to the caller's snapshot); the decision itself is valid all the same.
     std::optional<Policy> policy{};
 
     // The response fields for this decision (draft-ietf-httpapi-ratelimit-headers, delay-seconds

@@ -31,6 +31,13 @@ struct Options {
     std::string schema{};
     // Retries of the pooled calls (the in-transaction calls never retry; see run_transaction).
     RetryPolicy retry{};
+    // How long a limit's definition (Decision::policy, for the RateLimit-Policy field) is reused before
+    // it is read from rate_limit_config again. Calls send the rate_limit_* function alone; the Limiter
+    // reads a limit's row the first time a call on that limit succeeds, and again after this long, in
+    // the same transaction as that call. So a redefined limit shows in decisions within policy_ttl
+    // (allowed, remaining and the other figures come from the server on every call and are never
+    // stale). 0 reads the row on every call.
+    std::chrono::milliseconds policy_ttl{30000};
 };
 
 // Cumulative counters of the pooled calls' retry loops (run_transaction reports through
@@ -59,7 +66,10 @@ struct RetryStats {
 //   limit commits or rolls back with the caller's own writes. They NEVER retry (that must wrap the
 //   whole transaction: see run_transaction); after one throws, tx is aborted, as after any failed
 //   statement. tx is used from the calling thread only, as libpqxx requires. They send a one-off
-//   parameterized statement rather than a prepared one, leaving the caller's connection untouched.
+//   parameterized statement rather than a prepared one, leaving the caller's connection untouched
+//   (no named prepared statements are left on it). When the Limiter's policy cache has no fresh entry
+//   for the limit (see Options::policy_ttl), a one-off read of the limit's row in rate_limit_config
+//   follows in the same transaction.
 //
 // Every call throws: InvalidArgument or UnknownLimit for bad input (with the server's SQLSTATE and
 // message); pqxx::broken_connection, pqxx::serialization_failure or pqxx::deadlock_detected when the
