@@ -8,40 +8,14 @@
 
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
+#include "support.hpp"
 
 namespace pg_ratelimit::core {
 namespace {
 
-constexpr Micros kSec = 1000 * 1000;
-constexpr Micros kMin = 60 * kSec;
-constexpr Micros kHour = 60 * kMin;
-constexpr Micros kDay = 24 * kHour;
-constexpr Micros kYear = 365 * kDay;
-constexpr Micros kT0 = Micros{770'000'000} * kSec;
 // PostgreSQL's TimestampTz range (datatype/timestamp.h): 4714-11-24 BC and 294277-01-01, exclusive.
 constexpr Micros kPgMinTimestamp = -211813488000000000;
 constexpr Micros kPgEndTimestamp = 9223371331200000000;
-
-Limit TokenBucket(double rate, Micros period, double capacity) {
-    Limit limit;
-    limit.algorithm = Algorithm::token_bucket;
-    limit.rate = rate;
-    limit.period = period;
-    limit.capacity = capacity;
-    return limit;
-}
-
-Limit FixedWindow(double rate, Micros period, double capacity, Micros start) {
-    Limit limit = TokenBucket(rate, period, capacity);
-    limit.algorithm = Algorithm::fixed_window;
-    limit.has_start = true;
-    limit.start = start;
-    return limit;
-}
-
-Outcome Take(const Limit &limit, const State *stored, Micros now, double cost = 1) {
-    return request(limit, stored, now, cost, false, window_origin(limit, 0));
-}
 
 // Takes unit requests at `now` until one is denied; returns how many were admitted.
 int Drain(const Limit &limit, State &state, Micros now) {

@@ -7,33 +7,10 @@
 #include <cstring>
 
 #include "core/algorithms.hpp"
+#include "support.hpp"
 
 namespace pg_ratelimit::core {
 namespace {
-
-constexpr Micros kSec = 1000 * 1000;
-constexpr Micros kMin = 60 * kSec;
-constexpr Micros kHour = 60 * kMin;
-constexpr Micros kYear = 365 * 24 * kHour;
-constexpr Micros kT0 = Micros{770'000'000} * kSec;
-
-Limit FixedWindow(double rate, Micros period, double capacity, Micros start, double max_reserved = 0) {
-    Limit limit;
-    limit.algorithm = Algorithm::fixed_window;
-    limit.rate = rate;
-    limit.period = period;
-    limit.capacity = capacity;
-    limit.max_reserved = max_reserved;
-    limit.has_start = true;
-    limit.start = start;
-    return limit;
-}
-
-Limit FixedWindowPerKey(double rate, Micros period, double capacity) {
-    Limit limit = FixedWindow(rate, period, capacity, 0);
-    limit.has_start = false;
-    return limit;
-}
 
 std::uint64_t Hash(const char *text) { return key_hash(text, std::strlen(text)); }
 
@@ -43,10 +20,6 @@ Micros WindowStart(Micros t, Micros origin, Micros period) {
     Micros index = offset / period;
     if (offset % period != 0 && offset < 0) --index;
     return origin + index * period;
-}
-
-Outcome Take(const Limit &limit, const State *stored, Micros now, double cost = 1) {
-    return request(limit, stored, now, cost, /*reserve=*/false, window_origin(limit, 0));
 }
 
 TEST(KeyHash, IsFnv1a64) {

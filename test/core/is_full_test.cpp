@@ -6,27 +6,10 @@
 #include <random>
 
 #include "core/algorithms.hpp"
+#include "support.hpp"
 
 namespace pg_ratelimit::core {
 namespace {
-
-constexpr Micros kSec = 1000 * 1000;
-constexpr Micros kMin = 60 * kSec;
-constexpr Micros kHour = 60 * kMin;
-constexpr Micros kT0 = Micros{770'000'000} * kSec;
-
-Limit Make(Algorithm algorithm, double rate, Micros period, double capacity) {
-    Limit limit;
-    limit.algorithm = algorithm;
-    limit.rate = rate;
-    limit.period = period;
-    limit.capacity = capacity;
-    if (algorithm == Algorithm::fixed_window) {
-        limit.has_start = true;
-        limit.start = 0;
-    }
-    return limit;
-}
 
 TEST(IsFull, TokenBucketAfterTheRefillTime) {
     const Limit limit = Make(Algorithm::token_bucket, 10, 10 * kSec, 10);

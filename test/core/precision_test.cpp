@@ -11,35 +11,10 @@
 
 #include "core/algorithms.hpp"
 #include "core/refill.hpp"
+#include "support.hpp"
 
 namespace pg_ratelimit::core {
 namespace {
-
-constexpr Micros kMs = 1000;
-constexpr Micros kSec = 1000 * kMs;
-constexpr Micros kMin = 60 * kSec;
-constexpr Micros kHour = 60 * kMin;
-constexpr Micros kDay = 24 * kHour;
-constexpr Micros kT0 = Micros{770'000'000} * kSec;
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-Limit Make(Algorithm algorithm, double rate, Micros period, double capacity, double max_reserved = 0) {
-    Limit limit;
-    limit.algorithm = algorithm;
-    limit.rate = rate;
-    limit.period = period;
-    limit.capacity = capacity;
-    limit.max_reserved = max_reserved;
-    if (algorithm == Algorithm::fixed_window) {
-        limit.has_start = true;
-        limit.start = 0;
-    }
-    return limit;
-}
-
-Outcome Take(const Limit &limit, const State *stored, Micros now, double cost) {
-    return request(limit, stored, now, cost, false, window_origin(limit, 0));
-}
 
 // Repeats `cost` at one instant from a full key; returns how many were admitted.
 int CountAdmitted(const Limit &limit, double cost, int attempts) {

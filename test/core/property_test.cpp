@@ -17,15 +17,10 @@
 
 #include "core/algorithms.hpp"
 #include "core/refill.hpp"
+#include "support.hpp"
 
 namespace pg_ratelimit::core {
 namespace {
-
-constexpr Micros kSec = 1000 * 1000;
-constexpr Micros kDay = 86400 * kSec;
-constexpr Micros kYear = 365 * kDay;
-constexpr Micros kT0 = Micros{770'000'000} * kSec;
-constexpr double kInf = std::numeric_limits<double>::infinity();
 
 const char *Name(Algorithm algorithm) { return algorithm == Algorithm::token_bucket ? "token_bucket" : "fixed_window"; }
 

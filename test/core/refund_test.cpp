@@ -3,31 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "core/algorithms.hpp"
+#include "support.hpp"
 
 namespace pg_ratelimit::core {
 namespace {
-
-constexpr Micros kSec = 1000 * 1000;
-constexpr Micros kMin = 60 * kSec;
-constexpr Micros kHour = 60 * kMin;
-constexpr Micros kT0 = Micros{770'000'000} * kSec;
-
-Limit TokenBucket(double rate, Micros period, double capacity) {
-    Limit limit;
-    limit.algorithm = Algorithm::token_bucket;
-    limit.rate = rate;
-    limit.period = period;
-    limit.capacity = capacity;
-    return limit;
-}
-
-Limit FixedWindow(double rate, Micros period, double capacity) {
-    Limit limit = TokenBucket(rate, period, capacity);
-    limit.algorithm = Algorithm::fixed_window;
-    limit.has_start = true;
-    limit.start = 0;
-    return limit;
-}
 
 TEST(Refund, GivesUnitsBack) {
     const Limit limit = TokenBucket(10, 10 * kSec, 10);

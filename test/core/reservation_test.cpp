@@ -6,40 +6,15 @@
 #include <limits>
 
 #include "core/algorithms.hpp"
+#include "support.hpp"
 
 namespace pg_ratelimit::core {
 namespace {
 
-constexpr Micros kMs = 1000;
-constexpr Micros kSec = 1000 * kMs;
-constexpr Micros kMin = 60 * kSec;
-constexpr Micros kT0 = Micros{770'000'000} * kSec;
 constexpr double kUnlimited = std::numeric_limits<double>::infinity();
-
-Limit TokenBucket(double rate, Micros period, double capacity, double max_reserved) {
-    Limit limit;
-    limit.algorithm = Algorithm::token_bucket;
-    limit.rate = rate;
-    limit.period = period;
-    limit.capacity = capacity;
-    limit.max_reserved = max_reserved;
-    return limit;
-}
-
-Limit FixedWindow(double rate, Micros period, double capacity, double max_reserved) {
-    Limit limit = TokenBucket(rate, period, capacity, max_reserved);
-    limit.algorithm = Algorithm::fixed_window;
-    limit.has_start = true;
-    limit.start = 0;
-    return limit;
-}
 
 Outcome Reserve(const Limit &limit, const State *stored, Micros now, double cost) {
     return request(limit, stored, now, cost, /*reserve=*/true, window_origin(limit, 0));
-}
-
-Outcome Take(const Limit &limit, const State *stored, Micros now, double cost) {
-    return request(limit, stored, now, cost, /*reserve=*/false, window_origin(limit, 0));
 }
 
 // Article example 4: 3 tokens, request 5 with reserve: value -2, retry_after = the time for 2 tokens.
@@ -162,7 +137,7 @@ TEST(Reservation, NoDebtMeansRetryAfterZero) {
 }
 
 TEST(Reservation, FixedWindowDebtRepaidAtAWindowStart) {
-    const Limit limit = FixedWindow(5, 2 * kMin, 5, kUnlimited);
+    const Limit limit = FixedWindow(5, 2 * kMin, 5, 0, kUnlimited);
     const Micros w = (kT0 / limit.period) * limit.period;
     const Micros now = w + 10 * kSec;
     const State stored{1, w + kSec};
@@ -191,7 +166,7 @@ TEST(Reservation, FixedWindowDebtRepaidAtAWindowStart) {
 }
 
 TEST(Reservation, FixedWindowDeniedBeyondMaxReserved) {
-    const Limit limit = FixedWindow(5, 2 * kMin, 5, 3);
+    const Limit limit = FixedWindow(5, 2 * kMin, 5, 0, 3);
     const Micros w = (kT0 / limit.period) * limit.period;
     const Micros now = w + 10 * kSec;
     const State stored{-2, w + kSec};

@@ -6,31 +6,10 @@
 #include <cmath>
 
 #include "core/algorithms.hpp"
+#include "support.hpp"
 
 namespace pg_ratelimit::core {
 namespace {
-
-constexpr Micros kMs = 1000;
-constexpr Micros kSec = 1000 * kMs;
-constexpr Micros kMin = 60 * kSec;
-constexpr Micros kHour = 60 * kMin;
-constexpr Micros kYear = 365 * 24 * kHour;
-// A realistic "now": about mid-2024 in PostgreSQL's epoch (2000-01-01).
-constexpr Micros kT0 = Micros{770'000'000} * kSec;
-
-Limit TokenBucket(double rate, Micros period, double capacity, double max_reserved = 0) {
-    Limit limit;
-    limit.algorithm = Algorithm::token_bucket;
-    limit.rate = rate;
-    limit.period = period;
-    limit.capacity = capacity;
-    limit.max_reserved = max_reserved;
-    return limit;
-}
-
-Outcome Take(const Limit &limit, const State *stored, Micros now, double cost = 1) {
-    return request(limit, stored, now, cost, /*reserve=*/false, /*origin=*/0);
-}
 
 TEST(TokenBucket, KeyWithoutRowIsFull) {
     const Limit limit = TokenBucket(10, 10 * kSec, 10);

@@ -3,15 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include "support.hpp"
+
 #include <cmath>
 #include <limits>
 
 namespace pg_ratelimit::core {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr Micros kSec = 1000 * 1000;
 
 Limit Valid(Algorithm algorithm = Algorithm::token_bucket) {
     Limit limit;
