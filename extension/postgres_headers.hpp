@@ -6,6 +6,7 @@ extern "C" {
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/heapam.h"
 #include "access/skey.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -21,6 +22,8 @@ extern "C" {
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/fmgroids.h"

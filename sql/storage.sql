@@ -21,3 +21,31 @@ SELECT allowed, remaining FROM rate_limit_check('key2000', 'dense');
 SELECT rate_limit_drop('dense');
 ALTER TABLE rate_limit_state SET (fillfactor = 50);
 RESET pg_ratelimit.fake_now;
+
+-- Pages are pruned when nearly full, not on every visit: the dead versions that requests leave behind
+-- are reclaimed in batches, the updates in between stay on their page (HOT), and the table keeps its
+-- size. Each request commits on its own, so that its old version becomes reclaimable.
+SELECT rate_limit_define('churn', rate => 1e9, period => '1 second');
+SELECT count(*) AS keys FROM (SELECT rate_limit_request('key' || i, 'churn') FROM generate_series(1, 300) AS i) AS calls;
+SELECT pg_stat_force_next_flush();
+SELECT pg_relation_size('rate_limit_state') AS size_before \gset
+SELECT n_tup_upd AS upd_before, n_tup_hot_upd AS hot_before
+  FROM pg_stat_user_tables WHERE relid = 'rate_limit_state'::regclass \gset
+CREATE PROCEDURE churn(rounds int) LANGUAGE plpgsql AS $$
+BEGIN
+    FOR r IN 1 .. rounds LOOP
+        FOR i IN 1 .. 300 LOOP
+            PERFORM rate_limit_request('key' || i, 'churn');
+            COMMIT;
+        END LOOP;
+    END LOOP;
+END
+$$;
+CALL churn(20);
+SELECT pg_stat_force_next_flush();
+SELECT pg_relation_size('rate_limit_state') = :size_before AS same_size;
+SELECT n_tup_upd - :upd_before AS updates, n_tup_hot_upd - :hot_before AS hot_updates
+  FROM pg_stat_user_tables WHERE relid = 'rate_limit_state'::regclass;
+SELECT count(*) AS rows, count(DISTINCT key) AS keys FROM rate_limit_state WHERE limit_name = 'churn';
+DROP PROCEDURE churn(int);
+SELECT rate_limit_drop('churn');
