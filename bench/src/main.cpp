@@ -43,7 +43,7 @@ struct Options {
     std::vector<int> clients{1, 2, 8};
     std::vector<bool> syncs{false, true};
     std::vector<Dist> dists{Dist::uniform, Dist::hot};
-    std::vector<std::string> systems{"select1", "update", "upsert", "seed", "ext", "ext_denied", "redis"};
+    std::vector<std::string> systems{"select1", "update", "upsert", "seed", "ext", "ext_record", "ext_denied", "redis"};
     int serializable_clients = 8;  // 0: no SERIALIZABLE cell
     int keys = 100000;
     // One more cell (synchronous_commit=off, uniform keys, 2 clients) with this server setting: on
@@ -69,8 +69,8 @@ struct Options {
   --clients LIST          client counts (1,2,8)
   --sync LIST             synchronous_commit settings (off,on)
   --keys-dist LIST        key distributions (uniform,hot)
-  --systems LIST          select1,update,upsert,seed,ext,ext_denied,redis (all of these), and optionally
-                          ext_record (the call as a scalar: SELECT rate_limit_request($1, $2))
+  --systems LIST          select1,update,upsert,seed,ext,ext_record,ext_denied,redis (all of these);
+                          ext_record is the call in the seed's form, as a scalar: SELECT rate_limit_request($1, $2)
   --serializable-clients N  clients of the SERIALIZABLE hot-key cell (8; 0: none)
   --extra-cell NAME=VALUE one more cell (sync off, uniform, 2 clients) with this server setting
                           (wal_writer_flush_after=0)
