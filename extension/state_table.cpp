@@ -106,6 +106,10 @@ void state_table_open(Oid schema, Datum limit_name, Datum key, StateTable *table
     // Copy the OIDs: opening the table processes invalidations, which may reset the cache.
     const Relids relids = relids_for(schema);
     table->heap = table_open(relids.heap, RowExclusiveLock);
+    // The lookup reads heap pages itself (fetch_visible): refuse a table moved to another access method.
+    if (table->heap->rd_tableam != GetHeapamTableAmRoutine())
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("rate_limit_state must use the heap table access method")));
     table->index = index_open(relids.index, RowExclusiveLock);
     table->snapshot_pushed = false;
     table->slot = table_slot_create(table->heap, nullptr);
