@@ -9,18 +9,19 @@ constexpr AttrNumber ATT_KEY = 2;
 constexpr AttrNumber ATT_VALUE = 3;
 constexpr AttrNumber ATT_TS = 4;
 
-// The OIDs of rate_limit_state and its primary key in the schema used last, so that a call costs no
-// catalog lookups; forgotten when the table is dropped or altered.
+// The OIDs of rate_limit_state and its indexes in the schema used last, so that a call costs no catalog
+// lookups; forgotten when the table is dropped or altered.
 struct Relids {
     Oid schema;
     Oid heap;
-    Oid index;
+    Oid primary_key;
+    Oid key_hash;
 };
-Relids cached{InvalidOid, InvalidOid, InvalidOid};
+Relids cached{InvalidOid, InvalidOid, InvalidOid, InvalidOid};
 
 void forget_relids(Datum, Oid relid) {
-    if (relid == InvalidOid || relid == cached.heap || relid == cached.index)
-        cached = {InvalidOid, InvalidOid, InvalidOid};
+    if (relid == InvalidOid || relid == cached.heap || relid == cached.primary_key || relid == cached.key_hash)
+        cached = {InvalidOid, InvalidOid, InvalidOid, InvalidOid};
 }
 
 Oid relation_in_schema(const char *name, Oid schema) {
@@ -32,8 +33,23 @@ Oid relation_in_schema(const char *name, Oid schema) {
 const Relids &relids_for(Oid schema) {
     if (cached.schema != schema)
         cached = {schema, relation_in_schema("rate_limit_state", schema),
-                  relation_in_schema("rate_limit_state_pkey", schema)};
+                  relation_in_schema("rate_limit_state_pkey", schema),
+                  relation_in_schema("rate_limit_state_key_hash", schema)};
     return cached;
+}
+
+bool same_text(Datum a, Datum b) {
+    const text *x = DatumGetTextPP(a);
+    const text *y = DatumGetTextPP(b);
+    const std::size_t length = VARSIZE_ANY_EXHDR(x);
+    return length == VARSIZE_ANY_EXHDR(y) && memcmp(VARDATA_ANY(x), VARDATA_ANY(y), length) == 0;
+}
+
+// Whether the row fetched into the slot is the one of this limit and key.
+bool is_the_row(StateTable *table) {
+    slot_getsomeattrs(table->slot, ATT_KEY);
+    return same_text(table->slot->tts_values[ATT_KEY - 1], table->key) &&
+           same_text(table->slot->tts_values[ATT_LIMIT_NAME - 1], table->limit_name);
 }
 
 void read_slot(TupleTableSlot *slot, core::State *state) {
@@ -110,37 +126,39 @@ void state_table_open(Oid schema, Datum limit_name, Datum key, StateTable *table
     if (table->heap->rd_tableam != GetHeapamTableAmRoutine())
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                         errmsg("rate_limit_state must use the heap table access method")));
-    table->index = index_open(relids.index, RowExclusiveLock);
+    table->primary_key = index_open(relids.primary_key, RowExclusiveLock);
+    table->key_hash = index_open(relids.key_hash, RowExclusiveLock);
     table->snapshot_pushed = false;
     table->slot = table_slot_create(table->heap, nullptr);
-    // Both columns use the "C" collation, like the index.
-    ScanKeyEntryInitialize(&table->keys[0], 0, ATT_LIMIT_NAME, BTEqualStrategyNumber, InvalidOid, C_COLLATION_OID,
-                           F_TEXTEQ, limit_name);
-    ScanKeyEntryInitialize(&table->keys[1], 0, ATT_KEY, BTEqualStrategyNumber, InvalidOid, C_COLLATION_OID, F_TEXTEQ,
-                           key);
+    table->limit_name = limit_name;
+    table->key = key;
+    // The column's "C" collation, like the index's.
+    ScanKeyEntryInitialize(&table->key_scan, 0, 1, HTEqualStrategyNumber, InvalidOid, C_COLLATION_OID, F_TEXTEQ, key);
 }
 
 void state_table_close(StateTable *table) {
     end_attempt(table);
     ExecDropSingleTupleTableSlot(table->slot);
-    index_close(table->index, NoLock);  // locks are held until the transaction ends, as usual
+    index_close(table->key_hash, NoLock);  // locks are held until the transaction ends, as usual
+    index_close(table->primary_key, NoLock);
     table_close(table->heap, NoLock);
 }
 
 bool state_table_fetch(StateTable *table, core::State *state) {
     begin_attempt(table);
     const Snapshot snapshot = GetActiveSnapshot();
-    IndexScanDesc scan = index_beginscan(table->heap, table->index, snapshot, 2, 0);
-    index_rescan(scan, table->keys, 2, nullptr, 0);
+    IndexScanDesc scan = index_beginscan(table->heap, table->key_hash, snapshot, 1, 0);
+    index_rescan(scan, &table->key_scan, 1, nullptr, 0);
     bool found = false;
-    // The primary key may still hold entries of dead versions of the key's row (from non-HOT updates):
-    // at most one entry leads to a version visible to the snapshot.
+    // The hash index leads to every row whose key hashes alike: the key's rows under other limits, rare
+    // collisions, and dead versions of the row (from non-HOT updates). At most one entry leads to a
+    // version of the row visible to the snapshot.
     while (!found) {
         const ItemPointer tid = index_getnext_tid(scan, ForwardScanDirection);
         if (tid == nullptr) break;
         bool all_dead = false;
-        found = fetch_visible(table->heap, *tid, snapshot, table->slot, &all_dead);
-        pgstat_count_heap_fetch(table->index);
+        found = fetch_visible(table->heap, *tid, snapshot, table->slot, &all_dead) && is_the_row(table);
+        pgstat_count_heap_fetch(table->key_hash);
         // As index_fetch_heap does: a standby must not mark index entries dead.
         if (!scan->xactStartedInRecovery) scan->kill_prior_tuple = all_dead;
     }
@@ -204,13 +222,15 @@ WriteResult state_table_update(StateTable *table, const core::State &next) {
             elog(ERROR, "pg_ratelimit: unexpected result %d updating a rate_limit_state row", static_cast<int>(result));
     }
 
-    // A HOT update reuses the index entry; otherwise the new version needs one. The key columns did
-    // not change, which lets btree clean up the old entries bottom-up.
+    // A HOT update reuses the index entries; otherwise the new version needs its own in both indexes.
+    // The key columns did not change, which lets btree clean up the old entries bottom-up.
     if (update_indexes) {
         Datum index_values[] = {new_slot->tts_values[ATT_LIMIT_NAME - 1], new_slot->tts_values[ATT_KEY - 1]};
         bool index_nulls[] = {false, false};
-        index_insert(table->index, index_values, index_nulls, &new_slot->tts_tid, table->heap, UNIQUE_CHECK_YES, true,
-                     BuildIndexInfo(table->index));
+        index_insert(table->primary_key, index_values, index_nulls, &new_slot->tts_tid, table->heap, UNIQUE_CHECK_YES,
+                     true, BuildIndexInfo(table->primary_key));
+        index_insert(table->key_hash, &index_values[1], index_nulls, &new_slot->tts_tid, table->heap, UNIQUE_CHECK_NO,
+                     true, BuildIndexInfo(table->key_hash));
     }
     ExecDropSingleTupleTableSlot(new_slot);
     // Later calls in this transaction (even within the same statement) must see this version.

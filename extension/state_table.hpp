@@ -23,9 +23,12 @@ namespace pg_ratelimit {
 
 struct StateTable {
     Relation heap;
-    Relation index;        // the primary key (limit_name, key)
+    Relation primary_key;  // (limit_name, key): keeps them unique
+    Relation key_hash;     // hash (key): the lookup
     TupleTableSlot *slot;  // the key's row after a successful fetch
-    ScanKeyData keys[2];
+    Datum limit_name;
+    Datum key;
+    ScanKeyData key_scan;
     bool snapshot_pushed;  // an attempt's snapshot is active, from its fetch to its write or close
 };
 
