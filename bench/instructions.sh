@@ -52,6 +52,7 @@ cg=$CLUSTER_DIR/callgrind
 "${RUN_AS_SERVER[@]}" valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$cg/cg.%p" \
     "$PG_BIN/postgres" -D "$CLUSTER_DIR/data" -c listen_addresses= -c unix_socket_directories="$CLUSTER_DIR" \
     -p 5432 -c synchronous_commit=off -c autovacuum=off >"$CLUSTER_DIR/valgrind.log" 2>&1 &
+valgrind_pid=$!
 for _ in $(seq 120); do psql -XAtq -c 'SELECT 1' >/dev/null 2>&1 && break; sleep 1; done
 psql -XAtq -c 'SELECT 1' >/dev/null || { cat "$CLUSTER_DIR/valgrind.log"; die "the server did not start under valgrind"; }
 
@@ -89,3 +90,7 @@ for s in "${scripts[@]}"; do
     b=$(backend_instructions "$s" $(( 1000 + calls ))) || die "pgbench failed on $s"
     printf '%-14s %12d\n' "$s" $(( (b - a) / calls ))
 done
+
+# Stop the server and let valgrind write its last profiles before the cluster directory goes.
+"${RUN_AS_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null
+wait "$valgrind_pid" || true

@@ -44,7 +44,7 @@ as_root perf record -e cpu-clock -F 1000 -a -g -o "$out/perf.data" -- sleep "$re
 wait "$harness"
 grep '^\[' "$out/harness.log" || true
 
-tps=$(awk -F, 'NR == 2 { print $8 }' "$out/results.csv")
+tps=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "tps") col = i } NR == 2 { print $col }' "$out/results.csv")
 # One line per sample (1000 per second per busy CPU): count the server's, the client's and all.
 as_root perf script -i "$out/perf.data" -F pid,comm 2>/dev/null | awk -v pids="$pids" -v tps="$tps" -v secs="$record" '
     BEGIN { n = split(pids, list, ","); for (i = 1; i <= n; i++) server_pid[list[i]] = 1 }
