@@ -1,7 +1,8 @@
-// Direct access to rate_limit_state for the hot path: an index lookup that reads the heap page itself
-// (so that it can prune the page only when nearly full), and an in-place (usually HOT) update through the
-// table access method, without SPI or the executor. The table must therefore stay a heap table. New keys are still inserted with
-// SQL (INSERT ... ON CONFLICT DO NOTHING, see statements.hpp), whose speculative insertion is not worth
+// Direct access to rate_limit_state for the hot path, without SPI or the executor: a lookup through
+// the hash index on key that reads the heap page itself (so that it can prune the page only when nearly
+// full) and checks the row's limit and key, then an in-place (usually HOT) update through the table
+// access method. The table must therefore stay a heap table. New keys are still inserted with SQL
+// (INSERT ... ON CONFLICT DO NOTHING, see statements.hpp), whose speculative insertion is not worth
 // re-implementing for the first request of each key.
 //
 // What the executor would otherwise do, done here:

@@ -139,7 +139,7 @@ TEST(TokenBucketArticles, SeedBucketOneTokenEvery100ms) {
     const State *stored = nullptr;
     Micros now = kT0;
     for (int k = 0; k < 10; ++k) {
-        now = kT0 + k * 100 * kMs;
+        now = kT0 + 100 * kMs * k;
         const Outcome out = Take(limit, stored, now);
         ASSERT_TRUE(out.allowed) << "request " << k;
         EXPECT_NEAR(out.balance, 9 - 0.9 * k, 1e-9) << "request " << k;
@@ -167,7 +167,7 @@ TEST(TokenBucketArticles, SeedBucketRefillsDuringTheBurst) {
     State state{};
     const State *stored = nullptr;
     for (int k = 0; k <= 10; ++k) {
-        const Outcome out = Take(limit, stored, kT0 + k * 100 * kMs);
+        const Outcome out = Take(limit, stored, kT0 + 100 * kMs * k);
         ASSERT_TRUE(out.allowed) << "request " << k;
         state = out.next;
         stored = &state;

@@ -123,6 +123,7 @@ TEST_P(Hammer, AdmitsExactlyTheAllowance) {
     const pg_ratelimit::RetryPolicy policy = patient_policy(tally);
     StartLine start{kThreads};
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     std::atomic<int> failures{0};
     for (int t = 0; t < kThreads; ++t) {
         threads.emplace_back([&] {
