@@ -28,8 +28,8 @@ COMMENT ON TABLE @extschema@.rate_limit_config IS
 -- Two numbers per (limit, key), created on first use. A key without a row is at full capacity.
 -- "C" collation: keys are compared byte-wise, the cheapest comparison. Every admitted request rewrites
 -- its row: fillfactor 50 leaves room on each page for those (HOT) updates between two prunes of the page.
--- Requests find their row through the hash index on key (one hash, one bucket page; the function checks
--- limit_name and key on the row), not through the primary key, whose btree descent reads three pages
+-- Requests find their row through the hash index on limit_name || key (one hash, one bucket page; the
+-- function checks limit_name and key on the row), not through the primary key, whose btree descent reads three pages
 -- with two text comparisons at each step (measured: 16% fewer instructions per call). The primary key
 -- keeps (limit_name, key) unique.
 CREATE TABLE @extschema@.rate_limit_state (
@@ -39,7 +39,7 @@ CREATE TABLE @extschema@.rate_limit_state (
     ts         timestamptz NOT NULL,
     PRIMARY KEY (limit_name, key)
 ) WITH (fillfactor = 50);
-CREATE INDEX rate_limit_state_key_hash ON @extschema@.rate_limit_state USING hash (key);
+CREATE INDEX rate_limit_state_lookup ON @extschema@.rate_limit_state USING hash ((limit_name || key));
 COMMENT ON TABLE @extschema@.rate_limit_state IS
     'pg_ratelimit: per-key state (units available and when they were computed); a missing row means full';
 

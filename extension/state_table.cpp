@@ -1,27 +1,28 @@
 #include "state_table.hpp"
 
+#include <algorithm>
+
 namespace pg_ratelimit {
 namespace {
 
-// Column numbers in rate_limit_state (limit_name, key, value, ts) and its primary key.
+// Column numbers in rate_limit_state (limit_name, key, value, ts).
 constexpr AttrNumber ATT_LIMIT_NAME = 1;
 constexpr AttrNumber ATT_KEY = 2;
 constexpr AttrNumber ATT_VALUE = 3;
 constexpr AttrNumber ATT_TS = 4;
 
-// The OIDs of rate_limit_state and its indexes in the schema used last, so that a call costs no catalog
-// lookups; forgotten when the table is dropped or altered.
+// The OIDs of rate_limit_state and its lookup index in the schema used last, so that a call costs no
+// catalog lookups; forgotten when the table or the index is dropped or altered.
 struct Relids {
     Oid schema;
     Oid heap;
-    Oid primary_key;
-    Oid key_hash;
+    Oid lookup;
 };
-Relids cached{InvalidOid, InvalidOid, InvalidOid, InvalidOid};
+Relids cached{InvalidOid, InvalidOid, InvalidOid};
 
 void forget_relids(Datum, Oid relid) {
-    if (relid == InvalidOid || relid == cached.heap || relid == cached.primary_key || relid == cached.key_hash)
-        cached = {InvalidOid, InvalidOid, InvalidOid, InvalidOid};
+    if (relid == InvalidOid || relid == cached.heap || relid == cached.lookup)
+        cached = {InvalidOid, InvalidOid, InvalidOid};
 }
 
 Oid relation_in_schema(const char *name, Oid schema) {
@@ -33,8 +34,7 @@ Oid relation_in_schema(const char *name, Oid schema) {
 const Relids &relids_for(Oid schema) {
     if (cached.schema != schema)
         cached = {schema, relation_in_schema("rate_limit_state", schema),
-                  relation_in_schema("rate_limit_state_pkey", schema),
-                  relation_in_schema("rate_limit_state_key_hash", schema)};
+                  relation_in_schema("rate_limit_state_lookup", schema)};
     return cached;
 }
 
@@ -58,6 +58,15 @@ void read_slot(TupleTableSlot *slot, core::State *state) {
     state->ts = DatumGetTimestampTz(slot->tts_values[ATT_TS - 1]);
 }
 
+// More than the row of this limit and key takes on a page, line pointer included: the header, both
+// texts with 4-byte headers and up to 3 bytes of alignment each, the two 8-byte numbers with theirs.
+Size row_size_bound(Datum limit_name, Datum key) {
+    constexpr Size text_alignment = 3;
+    const Size texts = toast_raw_datum_size(limit_name) + toast_raw_datum_size(key) + 2 * text_alignment;
+    return MAXALIGN(SizeofHeapTupleHeader) + MAXALIGN(texts + MAXIMUM_ALIGNOF + 2 * sizeof(float8)) +
+           sizeof(ItemIdData);
+}
+
 // Prunes the key's page (removes dead row versions, defragments) only when it is nearly full.
 //
 // An index scan through the table access method prunes whenever the page's free space is below its
@@ -66,30 +75,52 @@ void read_slot(TupleTableSlot *slot, core::State *state) {
 // line pointer checked, every tuple moved) to reclaim one version, about a sixth of a call's
 // instructions. Waiting until a tenth of the page is left reclaims dozens of versions per prune, while
 // the updates in between stay HOT, since an update uses the page's free space whatever its fillfactor.
+// The reserve is never less than two rows of this key (long keys; a concurrent update on the page), and
+// a page that an update found full (PageIsFull) is pruned at once, as PostgreSQL does.
 // heap_page_prune_opt keeps its own conditions (not during recovery, only what no snapshot can see).
-void prune_if_nearly_full(Relation heap, Buffer buffer) {
-    if (PageGetHeapFreeSpace(BufferGetPage(buffer)) < BLCKSZ / 10) heap_page_prune_opt(heap, buffer);
+void prune_if_nearly_full(Relation heap, Buffer buffer, Size row_bound) {
+    const Page page = BufferGetPage(buffer);
+    if (PageIsFull(page) || PageGetHeapFreeSpace(page) < std::max<Size>(BLCKSZ / 10, 2 * row_bound))
+        heap_page_prune_opt(heap, buffer);
 }
 
 // What heapam's index fetch does, with the pruning above: the version of the HOT chain rooted at tid
-// visible to snapshot, stored in slot with its buffer pinned. heap_hot_search_buffer takes the
-// serializable predicate lock and checks for conflicts. Sets *all_dead when the whole chain is dead to
-// everyone, so that the index scan can mark the entry dead, as an index scan would.
-bool fetch_visible(Relation heap, ItemPointerData tid, Snapshot snapshot, TupleTableSlot *slot, bool *all_dead) {
-    const Buffer buffer = ReadBuffer(heap, ItemPointerGetBlockNumber(&tid));
-    prune_if_nearly_full(heap, buffer);
-    HeapTuple tuple = &reinterpret_cast<BufferHeapTupleTableSlot *>(slot)->base.tupdata;
+// visible to the snapshot, stored in the slot with its buffer pinned (the slot is emptied otherwise).
+// heap_hot_search_buffer takes the serializable predicate lock and checks for conflicts. Sets *all_dead
+// when the whole chain is dead to everyone, so that the index scan can mark the entry dead.
+bool fetch_visible(StateTable *table, ItemPointerData tid, Snapshot snapshot, bool *all_dead) {
+    const Buffer buffer = ReadBuffer(table->heap, ItemPointerGetBlockNumber(&tid));
+    prune_if_nearly_full(table->heap, buffer, table->row_bound);
+    HeapTupleData tuple;
     LockBuffer(buffer, BUFFER_LOCK_SHARE);
-    const bool found = heap_hot_search_buffer(&tid, heap, buffer, snapshot, tuple, all_dead, true);
-    tuple->t_self = tid;
+    const bool found = heap_hot_search_buffer(&tid, table->heap, buffer, snapshot, &tuple, all_dead, true);
     LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
+    ExecClearTuple(table->slot);
     if (!found) {
         ReleaseBuffer(buffer);
         return false;
     }
-    ExecStorePinnedBufferHeapTuple(tuple, slot, buffer);
-    slot->tts_tableOid = RelationGetRelid(heap);
+    tuple.t_self = tid;
+    // The slot's own tuple header, as heapam's index fetch uses it: it lives as long as the slot.
+    HeapTuple stored = &reinterpret_cast<BufferHeapTupleTableSlot *>(table->slot)->base.tupdata;
+    *stored = tuple;
+    ExecStorePinnedBufferHeapTuple(stored, table->slot, buffer);
+    table->slot->tts_tableOid = RelationGetRelid(table->heap);
     return true;
+}
+
+// A non-HOT update: the new version needs an entry in every index of the table, as UPDATE would make
+// one: the primary key (checking uniqueness), the lookup index, and any other, such as one that
+// REINDEX CONCURRENTLY is building. Rare (a full page), so the executor's own routine does it.
+void insert_index_entries(Relation heap, TupleTableSlot *slot) {
+    EState *estate = CreateExecutorState();
+    ResultRelInfo *info = makeNode(ResultRelInfo);
+    InitResultRelInfo(info, heap, 0, nullptr, 0);
+    ExecOpenIndices(info, false);
+    // update = true: the key columns did not change, which lets btree clean up old entries bottom-up.
+    ExecInsertIndexTuples(info, slot, estate, true, false, nullptr, NIL);
+    ExecCloseIndices(info);
+    FreeExecutorState(estate);
 }
 
 // Makes the snapshot a statement would run with active: the transaction's (new per statement under
@@ -126,39 +157,44 @@ void state_table_open(Oid schema, Datum limit_name, Datum key, StateTable *table
     if (table->heap->rd_tableam != GetHeapamTableAmRoutine())
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                         errmsg("rate_limit_state must use the heap table access method")));
-    table->primary_key = index_open(relids.primary_key, RowExclusiveLock);
-    table->key_hash = index_open(relids.key_hash, RowExclusiveLock);
+    table->lookup = index_open(relids.lookup, AccessShareLock);
+    if (table->lookup->rd_rel->relam != HASH_AM_OID || RelationGetNumberOfAttributes(table->lookup) != 1)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("rate_limit_state_lookup must be the extension's hash index on (limit_name || key)")));
     table->snapshot_pushed = false;
     table->slot = table_slot_create(table->heap, nullptr);
     table->limit_name = limit_name;
     table->key = key;
-    // The column's "C" collation, like the index's.
-    ScanKeyEntryInitialize(&table->key_scan, 0, 1, HTEqualStrategyNumber, InvalidOid, C_COLLATION_OID, F_TEXTEQ, key);
+    table->row_bound = row_size_bound(limit_name, key);
+    // The index's expression and its "C" collation, that of both columns.
+    const Datum both = DirectFunctionCall2Coll(textcat, C_COLLATION_OID, limit_name, key);
+    ScanKeyEntryInitialize(&table->lookup_key, 0, 1, HTEqualStrategyNumber, InvalidOid, C_COLLATION_OID, F_TEXTEQ,
+                           both);
 }
 
 void state_table_close(StateTable *table) {
     end_attempt(table);
     ExecDropSingleTupleTableSlot(table->slot);
-    index_close(table->key_hash, NoLock);  // locks are held until the transaction ends, as usual
-    index_close(table->primary_key, NoLock);
+    index_close(table->lookup, NoLock);  // locks are held until the transaction ends, as usual
     table_close(table->heap, NoLock);
 }
 
 bool state_table_fetch(StateTable *table, core::State *state) {
     begin_attempt(table);
     const Snapshot snapshot = GetActiveSnapshot();
-    IndexScanDesc scan = index_beginscan(table->heap, table->key_hash, snapshot, 1, 0);
-    index_rescan(scan, &table->key_scan, 1, nullptr, 0);
+    IndexScanDesc scan = index_beginscan(table->heap, table->lookup, snapshot, 1, 0);
+    index_rescan(scan, &table->lookup_key, 1, nullptr, 0);
     bool found = false;
-    // The hash index leads to every row whose key hashes alike: the key's rows under other limits, rare
-    // collisions, and dead versions of the row (from non-HOT updates). At most one entry leads to a
-    // version of the row visible to the snapshot.
+    // The hash index leads to every row whose limit_name || key hashes alike: rare collisions (and
+    // pairs such as 'ab' || 'c' and 'a' || 'bc'), and dead versions of the row (from non-HOT updates).
+    // At most one entry leads to a version of the row visible to the snapshot.
     while (!found) {
         const ItemPointer tid = index_getnext_tid(scan, ForwardScanDirection);
         if (tid == nullptr) break;
         bool all_dead = false;
-        found = fetch_visible(table->heap, *tid, snapshot, table->slot, &all_dead) && is_the_row(table);
-        pgstat_count_heap_fetch(table->key_hash);
+        const bool visible = fetch_visible(table, *tid, snapshot, &all_dead);
+        if (visible) pgstat_count_heap_fetch(table->lookup);
+        found = visible && is_the_row(table);
         // As index_fetch_heap does: a standby must not mark index entries dead.
         if (!scan->xactStartedInRecovery) scan->kill_prior_tuple = all_dead;
     }
@@ -222,16 +258,8 @@ WriteResult state_table_update(StateTable *table, const core::State &next) {
             elog(ERROR, "pg_ratelimit: unexpected result %d updating a rate_limit_state row", static_cast<int>(result));
     }
 
-    // A HOT update reuses the index entries; otherwise the new version needs its own in both indexes.
-    // The key columns did not change, which lets btree clean up the old entries bottom-up.
-    if (update_indexes) {
-        Datum index_values[] = {new_slot->tts_values[ATT_LIMIT_NAME - 1], new_slot->tts_values[ATT_KEY - 1]};
-        bool index_nulls[] = {false, false};
-        index_insert(table->primary_key, index_values, index_nulls, &new_slot->tts_tid, table->heap, UNIQUE_CHECK_YES,
-                     true, BuildIndexInfo(table->primary_key));
-        index_insert(table->key_hash, &index_values[1], index_nulls, &new_slot->tts_tid, table->heap, UNIQUE_CHECK_NO,
-                     true, BuildIndexInfo(table->key_hash));
-    }
+    // A HOT update reuses the index entries; otherwise the new version needs its own.
+    if (update_indexes) insert_index_entries(table->heap, new_slot);
     ExecDropSingleTupleTableSlot(new_slot);
     // Later calls in this transaction (even within the same statement) must see this version.
     CommandCounterIncrement();

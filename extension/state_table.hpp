@@ -1,5 +1,5 @@
 // Direct access to rate_limit_state for the hot path, without SPI or the executor: a lookup through
-// the hash index on key that reads the heap page itself (so that it can prune the page only when nearly
+// the hash index on limit_name || key that reads the heap page itself (so that it can prune the page only when nearly
 // full) and checks the row's limit and key, then an in-place (usually HOT) update through the table
 // access method. The table must therefore stay a heap table. New keys are still inserted with SQL
 // (INSERT ... ON CONFLICT DO NOTHING, see statements.hpp), whose speculative insertion is not worth
@@ -12,7 +12,8 @@
 //   under READ COMMITTED (the caller retries, locking the latest version) and raises 40001 under
 //   REPEATABLE READ and SERIALIZABLE, exactly as UPDATE does; serializable predicate locks are taken by
 //   the index and heap access methods themselves;
-// - a non-HOT update inserts the new index entry; read-only transactions are refused (25006).
+// - a non-HOT update inserts the new version into every index (the executor's routine); read-only
+//   transactions are refused (25006).
 // The table has no triggers, rules, foreign keys or checks to fire; the functions are SECURITY DEFINER,
 // so no privilege check is due. The table is the extension's own: do not add triggers to it.
 #pragma once
@@ -24,12 +25,12 @@ namespace pg_ratelimit {
 
 struct StateTable {
     Relation heap;
-    Relation primary_key;  // (limit_name, key): keeps them unique
-    Relation key_hash;     // hash (key): the lookup
+    Relation lookup;       // hash ((limit_name || key))
     TupleTableSlot *slot;  // the key's row after a successful fetch
     Datum limit_name;
     Datum key;
-    ScanKeyData key_scan;
+    Size row_bound;  // more than the key's row takes on a page
+    ScanKeyData lookup_key;
     bool snapshot_pushed;  // an attempt's snapshot is active, from its fetch to its write or close
 };
 
