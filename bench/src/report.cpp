@@ -182,25 +182,34 @@ std::string cell_title(const Cell &cell) {
     return out.str();
 }
 
+namespace {
+
+std::string yes_no(bool ok) { return ok ? "yes" : "**no**"; }
+
+// The durable-path target: a system's throughput against the seed's in the same cell, at least 1.5×.
+TargetRow seed_ratio_row(const std::string &target, const SystemSummary &system, const CellSummary &cell) {
+    return {target,
+            ratio(system.tps_vs_seed) + "× (" + thousands(system.tps) + " vs " + thousands(find(cell, "seed")->tps) +
+                " tps)",
+            yes_no(system.tps_vs_seed >= 1.5)};
+}
+
+}  // namespace
+
 std::vector<TargetRow> evaluate_targets(const std::vector<CellSummary> &cells) {
     std::vector<TargetRow> rows;
-    const auto yes_no = [](bool ok) { return std::string(ok ? "yes" : "**no**"); };
 
     const CellSummary *c2 = find_cell(cells, false, Dist::uniform, 2, Isolation::autocommit);
     const SystemSummary *ext2 = c2 ? find(*c2, "ext") : nullptr;
     if (ext2 != nullptr && !std::isnan(ext2->tps_vs_seed)) {
-        rows.push_back({"Durable table path ≥ 1.5× the seed's throughput (2 clients, uniform, sync off)",
-                        ratio(ext2->tps_vs_seed) + "× (" + thousands(ext2->tps) + " vs " +
-                            thousands(find(*c2, "seed")->tps) + " tps)",
-                        yes_no(ext2->tps_vs_seed >= 1.5)});
+        rows.push_back(seed_ratio_row("Durable table path ≥ 1.5× the seed's throughput (2 clients, uniform, sync off)",
+                                      *ext2, *c2));
         // The seed's function is called as a scalar; in that form, too, the extension skips the
         // FunctionScan and tuplestore that SELECT * FROM costs every function.
         const SystemSummary *scalar = find(*c2, "ext_record");
         if (scalar != nullptr && !std::isnan(scalar->tps_vs_seed))
-            rows.push_back({"(same target, in the seed's call form: SELECT rate_limit_request($1, $2))",
-                            ratio(scalar->tps_vs_seed) + "× (" + thousands(scalar->tps) + " vs " +
-                                thousands(find(*c2, "seed")->tps) + " tps)",
-                            yes_no(scalar->tps_vs_seed >= 1.5)});
+            rows.push_back(seed_ratio_row("(same target, in the seed's call form: SELECT rate_limit_request($1, $2))",
+                                          *scalar, *c2));
         const SystemSummary *redis = find(*c2, "redis");
         if (redis != nullptr) {
             const double r = paired_ratio(*ext2, redis, [](const RunResult &x) { return x.tps; });
@@ -213,11 +222,9 @@ std::vector<TargetRow> evaluate_targets(const std::vector<CellSummary> &cells) {
         if (c.cell.setting.empty() || c.cell.isolation != Isolation::autocommit) continue;
         const SystemSummary *ext = find(c, "ext");
         if (ext == nullptr || std::isnan(ext->tps_vs_seed)) continue;
-        rows.push_back(
-            {"(same target, server setting " + c.cell.setting + ") ≥ 1.5× the seed, " + std::to_string(c.cell.clients) +
-                 " clients, uniform, sync off",
-             ratio(ext->tps_vs_seed) + "× (" + thousands(ext->tps) + " vs " + thousands(find(c, "seed")->tps) + " tps)",
-             yes_no(ext->tps_vs_seed >= 1.5)});
+        rows.push_back(seed_ratio_row("(same target, server setting " + c.cell.setting + ") ≥ 1.5× the seed, " +
+                                          std::to_string(c.cell.clients) + " clients, uniform, sync off",
+                                      *ext, c));
     }
     const CellSummary *c1 = find_cell(cells, false, Dist::uniform, 1, Isolation::autocommit);
     const SystemSummary *ext1 = c1 ? find(*c1, "ext") : nullptr;
