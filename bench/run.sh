@@ -7,11 +7,10 @@
 # bench/results/<mode>/{report.md,results.csv,results.json,plot.png}.
 #
 # Options of this script (everything else goes to the harness: see `build-bench/bench/pg_ratelimit_bench --help`):
-#   --no-install    benchmark the pg_ratelimit already installed in PostgreSQL 15 (no make install)
+#   --no-install    benchmark the pg_ratelimit installed in the system's PostgreSQL 15 (no build)
 #   --no-redis      do not start Redis (the GCRA reference is then missing from the report)
 #   --out DIR       results directory (default bench/results/quick or bench/results/full)
-# Works as root (the server then runs as the postgres user) and as a normal user (sudo for apt and
-# make install).
+# Works as root (the server then runs as the postgres user) and as a normal user (sudo for apt).
 set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/common.sh"
 
@@ -52,7 +51,7 @@ stop_redis() {
     [ -n "$REDIS_DIR" ] && rm -rf "$REDIS_DIR"
     REDIS_PID= REDIS_DIR=
 }
-trap 'stop_redis; stop_cluster' EXIT   # replaces start_cluster's trap: stop both
+on_exit stop_redis
 redis_args=()
 if [ "$redis" = 1 ]; then
     REDIS_DIR=$(mktemp -d "${TMPDIR:-/tmp}/pg_ratelimit_redis.XXXXXX")

@@ -1,10 +1,19 @@
-# Shared by scripts/demo.sh and scripts/test.sh: packages, build and install, and a throwaway
-# PostgreSQL 15 cluster. Works as root (the server then runs as the postgres user) and as a normal user
-# (sudo is used for apt and for installing into the server's directories).
+# Shared by the scripts: packages, a private PostgreSQL 15 installation, build and install, and
+# throwaway clusters. Works as root (servers then run as the postgres user) and as a normal user (sudo is
+# used for apt only).
+#
+# The extension is never installed into the system's PostgreSQL: each run copies Debian's PostgreSQL 15
+# (binaries, libraries, share files: about 50 MB) into a temporary directory and installs the extension
+# there. PostgreSQL installations are relocatable (pg_config, postgres and pg_regress find their share and
+# library directories relative to the binary), so that copy is a complete PostgreSQL 15 of its own. Two
+# runs (two checkouts, an AddressSanitizer build beside a normal one) never overwrite each other's
+# pg_ratelimit.so, and installing needs no root.
 # shellcheck shell=bash
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PG_BIN=/usr/lib/postgresql/15/bin
+PG_SYSTEM_BIN=/usr/lib/postgresql/15/bin
+# Until private_postgres runs: the system's (lint and the client build need only its headers).
+PG_BIN=$PG_SYSTEM_BIN
 export PG_CONFIG=$PG_BIN/pg_config
 
 # What the build, the tests, the demonstration and the benchmarks need on Debian 12.
@@ -31,40 +40,117 @@ ensure_packages() {
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-# Builds the extension as the calling user and installs it into PostgreSQL 15's directories.
-build_and_install_extension() {
-    log "building the extension"
-    make -C "$ROOT" -s -j2
-    log "installing the extension into $($PG_CONFIG --pkglibdir)"
-    as_root make -C "$ROOT" -s install >/dev/null
+# --- the run directory: the private PostgreSQL and every cluster of this run, removed at exit -----------
+
+RUN_DIR=
+KEEP_RUN_DIR=false
+EXIT_HOOKS=()
+on_exit() { EXIT_HOOKS+=("$1"); }
+finish_run() {
+    local hook
+    for hook in "${EXIT_HOOKS[@]}"; do eval "$hook" || true; done
+    stop_all_clusters
+    if [ -n "$RUN_DIR" ] && ! $KEEP_RUN_DIR; then rm -rf "$RUN_DIR"; fi
+}
+run_dir() {
+    [ -n "$RUN_DIR" ] && return 0
+    RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/pg_ratelimit.XXXXXX")
+    chmod 755 "$RUN_DIR"   # the server runs as postgres when we are root
+    trap finish_run EXIT
 }
 
-# Starts a private cluster: data and unix socket in a fresh temporary directory, no TCP listener, so it
-# can never collide with another server. Exports PGHOST, PGPORT, PGUSER and PGDATABASE for libpq, and
-# stops and removes the cluster when the calling script exits.
+# Copies Debian's PostgreSQL 15 into the run directory and points PG_BIN, PG_CONFIG and PATH at the copy.
+private_postgres() {
+    [ "$PG_BIN" != "$PG_SYSTEM_BIN" ] && return 0
+    run_dir
+    local root=$RUN_DIR/postgresql
+    mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql" "$root/usr/include"
+    cp -a /usr/lib/postgresql/15 "$root/usr/lib/postgresql/"
+    cp -a /usr/share/postgresql/15 "$root/usr/share/postgresql/"
+    ln -s /usr/include/postgresql "$root/usr/include/postgresql"   # headers are only read
+    PG_BIN=$root/usr/lib/postgresql/15/bin
+    export PG_CONFIG=$PG_BIN/pg_config
+    export PATH=$PG_BIN:$PATH
+}
+
+# Builds the extension as the calling user and installs it into the private PostgreSQL. Extra arguments go
+# to make (e.g. PG_CXXFLAGS for a sanitizer build). PG_CONFIG is passed on the command line: an exported
+# variable would not survive sudo, and a Makefile default would pick whichever pg_config is on PATH.
+build_and_install_extension() {
+    private_postgres
+    log "building the extension"
+    make -C "$ROOT" -s -j2 PG_CONFIG="$PG_CONFIG" "$@"
+    log "installing the extension into $($PG_CONFIG --pkglibdir)"
+    make -C "$ROOT" -s install PG_CONFIG="$PG_CONFIG" "$@" >/dev/null
+}
+
+# --- clusters -------------------------------------------------------------------------------------------
+# A cluster NAME lives in $RUN_DIR/NAME: data in data/, its unix socket in the directory itself, the log
+# in server.log; no TCP listener, so it can never collide with another server.
+
+RUN_AS_SERVER=()
+[ "$(id -u)" -eq 0 ] && RUN_AS_SERVER=(runuser -u postgres --)
+CLUSTERS=()
+
+cluster_dir() { echo "$RUN_DIR/$1"; }
+
+# cluster_init NAME [initdb options...]
+cluster_init() {
+    local name=$1 dir
+    shift
+    run_dir
+    dir=$(cluster_dir "$name")
+    mkdir -p "$dir"
+    chmod 755 "$dir"
+    [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+    "${RUN_AS_SERVER[@]}" "$PG_BIN/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 "$@" \
+        >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log"; die "initdb failed for cluster $name"; }
+}
+
+# cluster_start NAME [server options...]: starts (or restarts after a crash) and waits until it accepts
+# connections.
+cluster_start() {
+    local name=$1 dir
+    shift
+    dir=$(cluster_dir "$name")
+    "${RUN_AS_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 120 \
+        -o "-c listen_addresses='' -c unix_socket_directories='$dir' -p 5432 $*" start >/dev/null \
+        || { tail -n 50 "$dir/server.log"; die "cluster $name did not start"; }
+    [[ " ${CLUSTERS[*]} " == *" $name "* ]] || CLUSTERS+=("$name")
+}
+
+# cluster_stop NAME [fast|smart|immediate]
+cluster_stop() {
+    local dir
+    dir=$(cluster_dir "$1")
+    [ -f "$dir/data/postmaster.pid" ] || return 0
+    "${RUN_AS_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$dir/data" -m "${2:-fast}" -w stop >/dev/null 2>&1 || true
+}
+
+# The postmaster's pid (for kill -9 in the crash test).
+cluster_pid() { head -n 1 "$(cluster_dir "$1")/data/postmaster.pid"; }
+
+# Exports the libpq environment of cluster NAME, so that psql, the tests and pg_dump use it.
+use_cluster() {
+    export PGHOST=$(cluster_dir "$1") PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
+}
+
+stop_all_clusters() {
+    local name
+    for name in "${CLUSTERS[@]}"; do cluster_stop "$name"; done
+    CLUSTERS=()
+}
+
+# The main cluster of a script ("main"), with extra server options; exports its libpq environment.
+# CLUSTER_DIR is its directory.
 CLUSTER_DIR=
 start_cluster() {
-    CLUSTER_DIR=$(mktemp -d "${TMPDIR:-/tmp}/pg_ratelimit.XXXXXX")
-    chmod 755 "$CLUSTER_DIR"
-    local run_as=()
-    if [ "$(id -u)" -eq 0 ]; then
-        chown postgres: "$CLUSTER_DIR"
-        run_as=(runuser -u postgres --)
-    fi
-    RUN_AS_SERVER=("${run_as[@]}")
-    trap stop_cluster EXIT
+    private_postgres
+    cluster_init main
+    CLUSTER_DIR=$(cluster_dir main)
     log "starting a throwaway PostgreSQL 15 cluster in $CLUSTER_DIR"
-    "${run_as[@]}" "$PG_BIN/initdb" -D "$CLUSTER_DIR/data" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 \
-        >"$CLUSTER_DIR/initdb.log" 2>&1 || { cat "$CLUSTER_DIR/initdb.log"; die "initdb failed"; }
-    "${run_as[@]}" "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -l "$CLUSTER_DIR/server.log" -w \
-        -o "-c listen_addresses='' -c unix_socket_directories='$CLUSTER_DIR' -p 5432 $*" start >/dev/null \
-        || { cat "$CLUSTER_DIR/server.log"; die "the server did not start"; }
-    export PGHOST=$CLUSTER_DIR PGPORT=5432 PGUSER=postgres PGDATABASE=postgres
+    cluster_start main "$@"
+    use_cluster main
 }
 
-stop_cluster() {
-    [ -n "$CLUSTER_DIR" ] && [ -d "$CLUSTER_DIR/data" ] || return 0
-    "${RUN_AS_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
-    rm -rf "$CLUSTER_DIR"
-    CLUSTER_DIR=
-}
+stop_cluster() { [ -n "$CLUSTER_DIR" ] && cluster_stop main; }

@@ -43,11 +43,12 @@ log "the C++ client library: client/examples/example.cpp"
 "$ROOT/build/client/pg_ratelimit_example"
 
 if $keep; then
-    trap - EXIT
+    KEEP_RUN_DIR=true
+    CLUSTERS=()   # leave it running
     log "the server keeps running"
     cat <<MSG
 Connect:  psql -h $PGHOST -p $PGPORT -U $PGUSER $PGDATABASE
-Stop:     ${RUN_AS_SERVER[*]:+${RUN_AS_SERVER[*]} }$PG_BIN/pg_ctl -D $CLUSTER_DIR/data stop && rm -rf $CLUSTER_DIR
+Stop:     ${RUN_AS_SERVER[*]:+${RUN_AS_SERVER[*]} }$PG_BIN/pg_ctl -D $CLUSTER_DIR/data stop && rm -rf $RUN_DIR
 MSG
 else
     stop_cluster

@@ -5,4 +5,4 @@ set -euo pipefail
 source "$(dirname "$0")/common.sh"
 build_and_install_extension
 start_cluster
-make -C "$ROOT" -s installcheck "$@"
+make -C "$ROOT" -s installcheck PG_CONFIG="$PG_CONFIG" "$@"

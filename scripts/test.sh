@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test against a throwaway PostgreSQL 15 cluster it starts and stops itself:
-#   GoogleTest unit suites (pure core), pg_regress, isolation tests, GoogleTest server suites
-#   (concurrency hammer, client library), pg_dump / pg_restore.
-# Installs missing Debian packages first. Exits non-zero if anything fails.
+# Runs every test, against throwaway PostgreSQL 15 clusters it starts and stops itself, and ends with a
+# table of the suites (result, cases, time). Installs missing Debian packages first. Exits non-zero if
+# any suite fails. Each suite's full output is kept in build/test-logs/<suite>.log.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -12,30 +11,55 @@ log "building the client library, tests and benchmarks (CMake)"
 cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${PG_RATELIMIT_CMAKE_ARGS:-} >/dev/null
 cmake --build "$ROOT/build" -j2 >/dev/null
 
-failed=()
+LOGS=$ROOT/build/test-logs
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+SUMMARY=()
+FAILED=()
+
+# How many cases a suite's output reports, by the tool that ran it.
+count_ctest() { sed -n 's/.*tests passed, [0-9]* tests failed out of \([0-9]*\).*/\1/p' "$1" | tail -n 1; }
+count_pg_regress() {
+    # " All 13 tests passed. " / " 2 of 13 tests failed. "
+    sed -n -e 's/^ *All \([0-9]*\) tests passed\. *$/\1/p' -e 's/^ *[0-9]* of \([0-9]*\) tests failed\. *$/\1/p' "$1" |
+        tail -n 1
+}
+# Scripts of our own end with a line "cases: N".
+count_cases() { sed -n 's/^cases: \([0-9]*\).*/\1/p' "$1" | tail -n 1; }
+
+# run_suite NAME COUNTER COMMAND...: runs COMMAND, its output to the terminal and to the suite's log.
 run_suite() {
-    local name=$1
-    shift
+    local name=$1 counter=$2 file status started seconds cases
+    shift 2
+    file=$LOGS/$(echo "$name" | tr -c 'a-zA-Z0-9_\n' '_').log
     log "$name"
-    if ! "$@"; then
-        failed+=("$name")
-    fi
+    started=$(date +%s)
+    if "$@" 2>&1 | tee "$file"; then status=passed; else status=FAILED; FAILED+=("$name"); fi
+    seconds=$(($(date +%s) - started))
+    cases=$($counter "$file")
+    SUMMARY+=("$(printf '%-58s %-7s %7s %6ss' "$name" "$status" "${cases:-?}" "$seconds")")
 }
 
+regress() { make -C "$ROOT" -s installcheck PG_CONFIG="$PG_CONFIG" ISOLATION= || { cat "$ROOT/regression.diffs"; return 1; }; }
+isolation() { make -C "$ROOT" -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= || { cat "$ROOT/output_iso/regression.diffs"; return 1; }; }
+
 # --no-tests=error: a suite that finds no tests fails instead of passing vacuously.
-run_suite "unit tests (GoogleTest, no server)" \
+run_suite "unit tests (GoogleTest, no server)" count_ctest \
     ctest --test-dir "$ROOT/build" -L unit --no-tests=error --output-on-failure
 
 start_cluster
-run_suite "pg_regress" bash -c "make -C '$ROOT' -s installcheck ISOLATION= || { cat '$ROOT/regression.diffs'; exit 1; }"
-run_suite "isolation tests" bash -c "make -C '$ROOT' -s installcheck REGRESS= || { cat '$ROOT/output_iso/regression.diffs'; exit 1; }"
-run_suite "server tests (GoogleTest: concurrency hammer, client library)" \
+run_suite "pg_regress" count_pg_regress regress
+run_suite "isolation tests" count_pg_regress isolation
+run_suite "server tests (GoogleTest: hammer, client library)" count_ctest \
     ctest --test-dir "$ROOT/build" -L server --no-tests=error --output-on-failure
-run_suite "pg_dump / pg_restore" "$ROOT/test/dump_restore.sh"
+run_suite "pg_dump / pg_restore" count_cases "$ROOT/test/dump_restore.sh"
 stop_cluster
 
-if [ ${#failed[@]} -gt 0 ]; then
-    printf '\nFAILED: %s\n' "${failed[@]}" >&2
+printf '\n%-58s %-7s %7s %7s\n' "suite" "result" "cases" "time"
+printf '%s\n' "${SUMMARY[@]}"
+if [ ${#FAILED[@]} -gt 0 ]; then
+    printf '\nFAILED: %s\n' "${FAILED[@]}" >&2
+    printf 'Full output of each suite: %s\n' "$LOGS" >&2
     exit 1
 fi
 printf '\nAll test suites passed.\n'

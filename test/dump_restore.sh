@@ -43,3 +43,4 @@ fi
 grep -q '^config|default|token_bucket|7|' "$work/after" || { echo "dump_restore: FAILED (redefined default lost)" >&2; exit 1; }
 grep -q '^state|send_message|user1|1|' "$work/after" || { echo "dump_restore: FAILED (state lost)" >&2; exit 1; }
 echo "dump_restore: ok ($(grep -c '^config' "$work/after") limits, $(grep -c '^state' "$work/after") keys restored)"
+echo "cases: 1"
