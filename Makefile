@@ -10,12 +10,15 @@ OBJS = \
 	extension/call_context.o \
 	extension/cleanup_function.o \
 	extension/clock.o \
+	extension/config_triggers.o \
 	extension/define_functions.o \
+	extension/extension_sql.o \
 	extension/limit_cache.o \
+	extension/limit_lock.o \
 	extension/module.o \
 	extension/request_functions.o \
-	extension/state_table.o \
-	extension/statements.o
+	extension/state_relations.o \
+	extension/state_table.o
 DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "pg_ratelimit - transactional rate limiting"
 

@@ -2,6 +2,7 @@
 
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
+#include "number_text.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -36,10 +37,12 @@ void call_context_init() {
 }
 
 CallContext call_context(FunctionCallInfo fcinfo, bool returns_decision) {
+    AcceptInvalidationMessages();  // cheap when there are none: one unlocked flag test
     const Oid function = fcinfo->flinfo->fn_oid;
     for (int i = 0; i < cached_count; ++i)
         if (cached[i].function == function) return cached[i].context;
-    const CallContext context{get_func_namespace(function), returns_decision ? get_func_rettype(function) : InvalidOid};
+    const CallContext context{getExtensionOfObject(ProcedureRelationId, function), get_func_namespace(function),
+                              returns_decision ? get_func_rettype(function) : InvalidOid};
     if (cached_count == MAX_CACHED_FUNCTIONS) cached_count = 0;
     cached[cached_count++] = {function, context};
     return context;
@@ -81,8 +84,9 @@ double cost_arg(FunctionCallInfo fcinfo, int argno) {
     // Capacity is checked once the limit is known.
     if (!core::valid_units(cost))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("cost must be positive, finite and at most %g", core::MAX_UNITS),
-                        errdetail("cost is %g; the allowed range is (0, %g].", cost, core::MAX_UNITS)));
+                        errmsg("cost must be positive, finite and at most %s", number_text(core::MAX_UNITS)),
+                        errdetail("cost is %s; the allowed range is (0, %s].", number_text(cost),
+                                  number_text(core::MAX_UNITS))));
     return cost;
 }
 

@@ -1,6 +1,11 @@
-// What every SQL entry point needs besides its arguments: the extension's schema (taken from the
+// What every SQL entry point needs besides its arguments: the extension and its schema (taken from the
 // called function itself, so CREATE EXTENSION ... SCHEMA works) and the rate_limit_decision row type,
 // cached per backend by function OID until functions or types change.
+//
+// call_context() is the first thing every entry point does, and it starts by accepting pending
+// invalidations: every backend-local cache (limits, relation OIDs, these contexts) then reflects every
+// change committed before the statement, even inside a transaction that was already open (a table read
+// under READ COMMITTED would see those changes too).
 #pragma once
 
 #include "core/limit.hpp"
@@ -9,6 +14,7 @@
 namespace pg_ratelimit {
 
 struct CallContext {
+    Oid extension;
     Oid schema;
     Oid decision_type;  // rate_limit_decision, or InvalidOid for functions not returning it
 };

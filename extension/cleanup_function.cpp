@@ -2,39 +2,48 @@
 // capacity (a key without a row is full, so nothing changes for anyone), and, for all limits, rows left
 // behind by limits deleted from rate_limit_config directly. Returns how many rows it deleted.
 //
-// Meant for a periodic job (pg_cron, say). It reads each limit's keys through a cursor and deletes a
-// row only if it still holds the two numbers that were judged full (compare-and-set, as requests
-// write), so it never undoes a concurrent request.
+// Meant for a periodic job (pg_cron, say), at READ COMMITTED. It reads each limit's keys through a cursor
+// and deletes a row only if it still holds the two numbers that were judged full (compare-and-set, as
+// requests write), so it never undoes a concurrent request.
+//
+// Concurrent definitions: before it reads a limit's definition, cleanup takes the limit's lock in share
+// mode (limit_lock.hpp) and keeps it, so a redefinition or drop of that limit waits until the cleanup
+// commits, and one that committed before is seen: cleanup reads the definition with the latest snapshot.
+// A limit dropped meanwhile is skipped. Under REPEATABLE READ or SERIALIZABLE a limit whose definition
+// changed since the transaction's snapshot is skipped too (its rows, as that snapshot shows them, may be
+// gone); deleting a row that a concurrent request is updating raises 40001 there, as any DELETE would.
 #include "call_context.hpp"
 #include "clock.hpp"
 #include "core/algorithms.hpp"
 #include "cpp_boundary.hpp"
+#include "extension_sql.hpp"
 #include "limit_cache.hpp"
-#include "statements.hpp"
+#include "limit_lock.hpp"
+#include "state_relations.hpp"
 
 namespace pg_ratelimit {
 namespace {
 
 constexpr long CURSOR_BATCH = 1000;
 
-int64 cleanup_limit(Oid schema, Datum limit_name) {
-    const core::Limit limit = limit_lookup(schema, DatumGetTextPP(limit_name));
-    const char *state = qualified_table(schema, "rate_limit_state");
+bool same_limit(const core::Limit &a, const core::Limit &b) {
+    return a.algorithm == b.algorithm && a.rate == b.rate && a.period == b.period && a.capacity == b.capacity &&
+           a.max_reserved == b.max_reserved && a.has_start == b.has_start && a.start == b.start;
+}
 
+int64 delete_full_keys(const core::Limit &limit, Datum limit_name) {
     Oid delete_types[] = {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID};
-    SPIPlanPtr delete_if_unchanged =
-        SPI_prepare(psprintf("DELETE FROM %s WHERE limit_name OPERATOR(pg_catalog.=) $1"
-                             " AND key OPERATOR(pg_catalog.=) $2 AND value OPERATOR(pg_catalog.=) $3"
-                             " AND ts OPERATOR(pg_catalog.=) $4",
-                             state),
-                    4, delete_types);
+    SPIPlanPtr delete_if_unchanged = SPI_prepare(
+        "DELETE FROM rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
+        " AND value OPERATOR(pg_catalog.=) $3 AND ts OPERATOR(pg_catalog.=) $4",
+        4, delete_types);
     if (delete_if_unchanged == nullptr) elog(ERROR, "pg_ratelimit: SPI_prepare failed for cleanup");
 
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {limit_name};
     Portal keys = SPI_cursor_open_with_args(
-        nullptr, psprintf("SELECT key, value, ts FROM %s WHERE limit_name OPERATOR(pg_catalog.=) $1", state), 1,
-        name_type, name_value, nullptr, true, 0);
+        nullptr, "SELECT key, value, ts FROM rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1", 1, name_type,
+        name_value, nullptr, true, 0);
 
     int64 deleted = 0;
     const bool keyed_grid = limit.algorithm == core::Algorithm::fixed_window && !limit.has_start;
@@ -65,32 +74,45 @@ int64 cleanup_limit(Oid schema, Datum limit_name) {
     return deleted;
 }
 
+// Cleans one limit up, holding its lock; 0 if it does not exist (any more).
+int64 cleanup_limit(Datum limit_name) {
+    lock_limit(DatumGetTextPP(limit_name), ShareLock);
+    core::Limit latest;
+    if (!limit_read(limit_name, GetLatestSnapshot(), &latest)) return 0;
+    if (IsolationUsesXactSnapshot()) {
+        core::Limit seen;
+        if (!limit_read(limit_name, GetTransactionSnapshot(), &seen) || !same_limit(seen, latest)) return 0;
+    }
+    return delete_full_keys(latest, limit_name);
+}
+
 Datum cleanup_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
-    const char *config = qualified_table(context.schema, "rate_limit_config");
-    const char *state = qualified_table(context.schema, "rate_limit_state");
+    // Checked first: the deletes below must not fire triggers as the owner (state_relations.hpp).
+    require_usable_state_table(context.extension, context.schema);
+    extension_sql_begin(context.schema);
 
     int64 deleted = 0;
     if (!PG_ARGISNULL(0)) {
-        deleted = cleanup_limit(context.schema, PointerGetDatum(PG_GETARG_TEXT_PP(0)));
+        const text *name = PG_GETARG_TEXT_PP(0);
+        (void)limit_lookup(context.schema, name);  // an unknown name is an error; one dropped meanwhile is not
+        deleted = cleanup_limit(PointerGetDatum(name));
     } else {
-        if (SPI_execute(psprintf("SELECT name FROM %s ORDER BY name", config), true, 0) != SPI_OK_SELECT)
-            elog(ERROR, "pg_ratelimit: reading rate_limit_config failed");
+        extension_sql_run("SELECT name FROM rate_limit_config ORDER BY name", 0, nullptr, nullptr, nullptr, true,
+                          SPI_OK_SELECT);
         SPITupleTable *names = SPI_tuptable;
         const uint64 count = SPI_processed;
         for (uint64 i = 0; i < count; ++i) {
             bool isnull = false;
-            deleted += cleanup_limit(context.schema, SPI_getbinval(names->vals[i], names->tupdesc, 1, &isnull));
+            deleted += cleanup_limit(SPI_getbinval(names->vals[i], names->tupdesc, 1, &isnull));
         }
-        if (SPI_execute(psprintf("DELETE FROM %s AS s WHERE NOT EXISTS (SELECT FROM %s AS c"
-                                 " WHERE c.name OPERATOR(pg_catalog.=) s.limit_name)",
-                                 state, config),
-                        false, 0) != SPI_OK_DELETE)
-            elog(ERROR, "pg_ratelimit: deleting orphaned state failed");
+        extension_sql_run(
+            "DELETE FROM rate_limit_state AS s WHERE NOT EXISTS (SELECT FROM rate_limit_config AS c"
+            " WHERE c.name OPERATOR(pg_catalog.=) s.limit_name)",
+            0, nullptr, nullptr, nullptr, false, SPI_OK_DELETE);
         deleted += static_cast<int64>(SPI_processed);
     }
-    SPI_finish();
+    extension_sql_end();
     PG_RETURN_INT64(deleted);
 }
 

@@ -1,14 +1,16 @@
 // rate_limit_define and rate_limit_drop: the named limits in rate_limit_config.
 //
-// Cold paths, so they use SPI_execute_with_args on schema-qualified SQL (parameters only, never
-// spliced input). Every argument is validated before the first write.
+// Cold paths, so they run one-off SQL in the extension's schema (extension_sql.hpp; parameters only,
+// never spliced input). Every argument is validated before the first write. The table's row trigger takes
+// the limit's lock (limit_lock.hpp) as soon as its row changes.
 #include <cmath>
 
 #include "call_context.hpp"
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
+#include "extension_sql.hpp"
 #include "limit_cache.hpp"
-#include "statements.hpp"
+#include "state_relations.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -36,17 +38,14 @@ double required_float8_arg(FunctionCallInfo fcinfo, int argno, const char *argna
     return PG_GETARG_FLOAT8(argno);
 }
 
-void spi_run(const char *query, int nargs, Oid *types, Datum *values, const char *nulls, int expected_rc) {
-    const int rc = SPI_execute_with_args(query, nargs, types, values, nulls, false, 0);
-    if (rc != expected_rc) elog(ERROR, "pg_ratelimit: \"%s\" failed: %s", query, SPI_result_code_string(rc));
-}
-
-void delete_all_keys(Oid schema, Datum name) {
+// Deletes the state of every key of the limit; the table is checked first (no triggers to fire as the
+// owner, see state_relations.hpp).
+void delete_all_keys(const CallContext &context, Datum name) {
+    require_usable_state_table(context.extension, context.schema);
     Oid types[] = {TEXTOID};
     Datum values[] = {name};
-    spi_run(psprintf("DELETE FROM %s WHERE limit_name OPERATOR(pg_catalog.=) $1",
-                     qualified_table(schema, "rate_limit_state")),
-            1, types, values, nullptr, SPI_OK_DELETE);
+    extension_sql_run("DELETE FROM rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1", 1, types, values,
+                      nullptr, false, SPI_OK_DELETE);
 }
 
 // rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start)
@@ -67,14 +66,13 @@ Datum define_body(FunctionCallInfo fcinfo) {
     }
     require_valid_limit(limit);
 
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
-    const char *config = qualified_table(context.schema, "rate_limit_config");
+    extension_sql_begin(context.schema);
 
     // Lock the existing definition (if any) to learn whether the algorithm changes.
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {PointerGetDatum(name)};
-    spi_run(psprintf("SELECT algorithm FROM %s WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", config), 1, name_type,
-            name_value, nullptr, SPI_OK_SELECT);
+    extension_sql_run("SELECT algorithm FROM rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", 1,
+                      name_type, name_value, nullptr, false, SPI_OK_SELECT);
     const char *old_algorithm =
         SPI_processed == 1 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : nullptr;
 
@@ -87,17 +85,19 @@ Datum define_body(FunctionCallInfo fcinfo) {
                       PG_ARGISNULL(5) ? 0 : PG_GETARG_DATUM(5),
                       PG_ARGISNULL(6) ? 0 : PG_GETARG_DATUM(6)};
     const char nulls[] = {' ', ' ', ' ', ' ', ' ', PG_ARGISNULL(5) ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' '};
-    spi_run(psprintf("INSERT INTO %s (name, algorithm, rate, period, capacity, max_reserved, start)"
-                     " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO UPDATE SET"
-                     " algorithm = EXCLUDED.algorithm, rate = EXCLUDED.rate, period = EXCLUDED.period,"
-                     " capacity = EXCLUDED.capacity, max_reserved = EXCLUDED.max_reserved, start = EXCLUDED.start",
-                     config),
-            7, types, values, nulls, SPI_OK_INSERT);
+    // The row trigger turns the insert of an existing name into an update of its row; ON CONFLICT covers a
+    // concurrent first definition of the same name.
+    extension_sql_run(
+        "INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, max_reserved, start)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO UPDATE SET"
+        " algorithm = EXCLUDED.algorithm, rate = EXCLUDED.rate, period = EXCLUDED.period,"
+        " capacity = EXCLUDED.capacity, max_reserved = EXCLUDED.max_reserved, start = EXCLUDED.start",
+        7, types, values, nulls, false, SPI_OK_INSERT);
 
     // A key's two numbers mean different things under another algorithm: start those keys afresh.
     if (old_algorithm != nullptr && strcmp(old_algorithm, algorithm_name(limit.algorithm)) != 0)
-        delete_all_keys(context.schema, PointerGetDatum(name));
-    SPI_finish();
+        delete_all_keys(context, PointerGetDatum(name));
+    extension_sql_end();
     PG_RETURN_VOID();
 }
 
@@ -109,16 +109,15 @@ Datum drop_body(FunctionCallInfo fcinfo) {
     if (strcmp(name_string, DEFAULT_LIMIT_NAME) == 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("the default rate limit cannot be dropped"),
                         errhint("Redefine it with rate_limit_define('default', ...) instead.")));
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
+    extension_sql_begin(context.schema);
     Oid types[] = {TEXTOID};
     Datum values[] = {PointerGetDatum(name)};
-    spi_run(psprintf("DELETE FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
-                     qualified_table(context.schema, "rate_limit_config")),
-            1, types, values, nullptr, SPI_OK_DELETE);
+    extension_sql_run("DELETE FROM rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1", 1, types, values, nullptr,
+                      false, SPI_OK_DELETE);
     if (SPI_processed == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", name_string)));
-    delete_all_keys(context.schema, PointerGetDatum(name));
-    SPI_finish();
+    delete_all_keys(context, PointerGetDatum(name));
+    extension_sql_end();
     PG_RETURN_VOID();
 }
 

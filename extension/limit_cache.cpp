@@ -5,6 +5,7 @@
 
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
+#include "number_text.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -43,11 +44,12 @@ HTAB *cache_for(Oid schema) {
     return cache;
 }
 
-// Reads the row with the latest snapshot, not the transaction's: see the header comment.
-bool read_limit(const Statements &statements, Datum name, core::Limit *limit) {
+}  // namespace
+
+bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit) {
     Datum args[] = {name};
-    const int rc = SPI_execute_snapshot(statements.select_limit, args, nullptr, GetLatestSnapshot(), InvalidSnapshot,
-                                        false, false, 1);
+    const int rc = SPI_execute_snapshot(extension_statement(Statement::select_limit), args, nullptr, snapshot,
+                                        InvalidSnapshot, false, false, 1);
     if (rc != SPI_OK_SELECT)
         elog(ERROR, "pg_ratelimit: reading rate_limit_config failed: %s", SPI_result_code_string(rc));
     if (SPI_processed == 0) return false;
@@ -68,28 +70,30 @@ bool read_limit(const Statements &statements, Datum name, core::Limit *limit) {
     return true;
 }
 
-}  // namespace
-
 void limit_cache_init() { CacheRegisterRelcacheCallback(on_relcache_invalidation, 0); }
 
+void require_limit_name_length(const text *name) {
+    const int size = VARSIZE_ANY_EXHDR(name);
+    if (size > MAX_LIMIT_NAME_BYTES)
+        ereport(ERROR, (errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION), errmsg("rate limit name is too long"),
+                        errdetail("The name is %d bytes; the maximum is %d.", size, MAX_LIMIT_NAME_BYTES)));
+}
+
 core::Limit limit_lookup(Oid schema, const text *name) {
+    require_limit_name_length(name);
     const int size = VARSIZE_ANY_EXHDR(name);
     char key[MAX_LIMIT_NAME_BYTES + 1];
     memset(key, 0, sizeof(key));
-    if (size <= MAX_LIMIT_NAME_BYTES) memcpy(key, VARDATA_ANY(name), size);
+    memcpy(key, VARDATA_ANY(name), size);
 
     HTAB *limits = cache_for(schema);
-    if (size <= MAX_LIMIT_NAME_BYTES) {
-        auto *hit = static_cast<CacheEntry *>(hash_search(limits, key, HASH_FIND, nullptr));
-        if (hit != nullptr) return hit->limit;
-    }
+    auto *hit = static_cast<CacheEntry *>(hash_search(limits, key, HASH_FIND, nullptr));
+    if (hit != nullptr) return hit->limit;
     core::Limit limit;
-    bool found = false;
-    if (size <= MAX_LIMIT_NAME_BYTES) {
-        if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
-        found = read_limit(statements_for(schema), PointerGetDatum(name), &limit);
-        SPI_finish();
-    }
+    // The latest snapshot, not the transaction's: see the header comment.
+    extension_sql_begin(schema);
+    const bool found = limit_read(PointerGetDatum(name), GetLatestSnapshot(), &limit);
+    extension_sql_end();
     if (!found)
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", text_to_cstring(name)),
@@ -128,23 +132,28 @@ void require_valid_limit(const core::Limit &limit) {
             return;
         case core::LimitProblem::rate:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("rate must be positive, finite and at most %g", core::MAX_UNITS),
-                            errdetail("rate is %g; the allowed range is (0, %g].", limit.rate, core::MAX_UNITS)));
+                            errmsg("rate must be positive, finite and at most %s", number_text(core::MAX_UNITS)),
+                            errdetail("rate is %s; the allowed range is (0, %s].", number_text(limit.rate),
+                                      number_text(core::MAX_UNITS))));
             break;
         case core::LimitProblem::period:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("period must be positive"),
                             errdetail("The allowed range is from 1 microsecond to 100 years.")));
             break;
+        case core::LimitProblem::period_too_long:
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("period must be at most 100 years"),
+                            errdetail("The allowed range is from 1 microsecond to 100 years (36,600 days).")));
+            break;
         case core::LimitProblem::capacity:
-            ereport(ERROR,
-                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                     errmsg("capacity must be positive, finite and at most %g", core::MAX_UNITS),
-                     errdetail("capacity is %g; the allowed range is (0, %g].", limit.capacity, core::MAX_UNITS)));
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("capacity must be positive, finite and at most %s", number_text(core::MAX_UNITS)),
+                            errdetail("capacity is %s; the allowed range is (0, %s].", number_text(limit.capacity),
+                                      number_text(core::MAX_UNITS))));
             break;
         case core::LimitProblem::max_reserved:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("max_reserved must be between 0 and %g", core::MAX_UNITS),
-                            errdetail("max_reserved is %g.", limit.max_reserved),
+                            errmsg("max_reserved must be between 0 and %s", number_text(core::MAX_UNITS)),
+                            errdetail("max_reserved is %s.", number_text(limit.max_reserved)),
                             errhint("Pass NULL for unlimited reservations.")));
             break;
         case core::LimitProblem::start_needs_fixed_window:
@@ -160,20 +169,3 @@ void require_valid_limit(const core::Limit &limit) {
 }
 
 }  // namespace pg_ratelimit
-
-namespace pg_ratelimit {
-namespace {
-
-// AFTER ... FOR EACH STATEMENT on rate_limit_config: queue an invalidation of the table's relcache
-// entry, which every backend's on_relcache_invalidation turns into dropping its cached limits.
-Datum config_changed_body(FunctionCallInfo fcinfo) {
-    if (!CALLED_AS_TRIGGER(fcinfo)) elog(ERROR, "rate_limit_config_changed: not called as a trigger");
-    const auto *trigger = reinterpret_cast<const TriggerData *>(fcinfo->context);
-    CacheInvalidateRelcacheByRelid(RelationGetRelid(trigger->tg_relation));
-    return PointerGetDatum(nullptr);
-}
-
-}  // namespace
-}  // namespace pg_ratelimit
-
-PG_RATELIMIT_SQL_FUNCTION(rate_limit_config_changed, pg_ratelimit::config_changed_body)

@@ -8,8 +8,8 @@
 #pragma once
 
 #include "core/limit.hpp"
+#include "extension_sql.hpp"
 #include "postgres_headers.hpp"
-#include "statements.hpp"
 
 namespace pg_ratelimit {
 
@@ -17,9 +17,17 @@ inline constexpr int MAX_LIMIT_NAME_BYTES = 128;
 
 void limit_cache_init();
 
-// The limit named `name` of the extension in `schema`; ERROR 42704 if there is none. A cache hit runs
-// no SQL; a miss reads rate_limit_config through SPI (connecting, nested if need be).
+// The limit named `name` of the extension in `schema`; ERROR 42704 if there is none, 22001 if the name
+// is longer than any limit's can be. A cache hit runs no SQL; a miss reads rate_limit_config through SPI
+// (connecting, nested if need be).
 core::Limit limit_lookup(Oid schema, const text *name);
+
+// Reads a limit's row as `snapshot` sees it, bypassing the cache; false if there is none. Needs
+// extension_sql_begin().
+bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit);
+
+// ERROR 22001 for a name over MAX_LIMIT_NAME_BYTES.
+void require_limit_name_length(const text *name);
 
 // Converts a config row's fields, raising 22023 for a value the core cannot use; shared with
 // rate_limit_define so both paths accept exactly the same limits.

@@ -1,9 +1,9 @@
-// Library entry: registers the settings and the limit cache's invalidation callback.
+// Library entry: registers the settings and the caches' invalidation callbacks.
 #include "call_context.hpp"
 #include "clock.hpp"
 #include "limit_cache.hpp"
 #include "postgres_headers.hpp"
-#include "state_table.hpp"
+#include "state_relations.hpp"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -13,6 +13,6 @@ void _PG_init(void) {  // NOLINT(bugprone-reserved-identifier): the name Postgre
     pg_ratelimit::clock_init();
     pg_ratelimit::call_context_init();
     pg_ratelimit::limit_cache_init();
-    pg_ratelimit::state_table_init();
+    pg_ratelimit::state_relations_init();
 }
 }

@@ -51,25 +51,15 @@ CREATE TRIGGER rate_limit_config_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rate_limit_config
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rate_limit_config_changed();
 
--- pg_restore first runs CREATE EXTENSION, which inserts the shipped 'default' row, then copies the
--- dumped rows, which include 'default' again (possibly redefined). Merging an insert of an existing
--- name into an update lets both happen without a unique violation.
-CREATE FUNCTION @extschema@.rate_limit_config_merge() RETURNS trigger
-    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-    UPDATE @extschema@.rate_limit_config
-       SET algorithm = NEW.algorithm, rate = NEW.rate, period = NEW.period, capacity = NEW.capacity,
-           max_reserved = NEW.max_reserved, start = NEW.start
-     WHERE name = NEW.name;
-    IF FOUND THEN
-        RETURN NULL;
-    END IF;
-    RETURN NEW;
-END
-$$;
-CREATE TRIGGER rate_limit_config_merge
-    BEFORE INSERT ON @extschema@.rate_limit_config
-    FOR EACH ROW EXECUTE FUNCTION @extschema@.rate_limit_config_merge();
+-- Every changed row takes its limit's lock, so that rate_limit_cleanup never works with a definition
+-- that changes under it; and an INSERT of an existing name becomes an UPDATE of that row: pg_restore
+-- first runs CREATE EXTENSION, which inserts the shipped 'default' row, then copies the dumped rows,
+-- which include 'default' again (possibly redefined). In C, so that no schema name is written into it.
+CREATE FUNCTION @extschema@.rate_limit_config_row() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'rate_limit_config_row' LANGUAGE C;
+CREATE TRIGGER rate_limit_config_row
+    BEFORE INSERT OR UPDATE OR DELETE ON @extschema@.rate_limit_config
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.rate_limit_config_row();
 
 -- Limits and key state are user data: pg_dump keeps them.
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limit_config', '');
@@ -120,8 +110,12 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'rate_limit_cleanup' LANGUAGE C VOLATILE SE
 COMMENT ON FUNCTION @extschema@.rate_limit_cleanup(text) IS
     'deletes the rows of keys back at full capacity (and, for all limits, rows of limits that no longer exist)';
 
--- Defining limits is for administrators (GRANT EXECUTE to delegate); using them is for everyone.
+-- Least privilege: everyone may use limits (request, check), since neither can raise anyone's allowance.
+-- Giving units back (refund, reset), defining limits and cleaning up need a GRANT EXECUTE: an application
+-- role that uses reservations needs rate_limit_refund.
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz),
                        @extschema@.rate_limit_drop(text),
+                       @extschema@.rate_limit_refund(text, text, float8),
+                       @extschema@.rate_limit_reset(text, text),
                        @extschema@.rate_limit_cleanup(text) FROM PUBLIC;
 GRANT SELECT ON @extschema@.rate_limit_config TO PUBLIC;

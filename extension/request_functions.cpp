@@ -14,9 +14,10 @@
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
+#include "extension_sql.hpp"
 #include "limit_cache.hpp"
+#include "number_text.hpp"
 #include "state_table.hpp"
-#include "statements.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -28,6 +29,7 @@ enum class Mode { request, check, refund };
 constexpr int MAX_ATTEMPTS = 8;
 
 struct Target {
+    Oid extension;
     Oid schema;
     Datum limit_name;
     Datum key;
@@ -35,20 +37,20 @@ struct Target {
 
 // Inserts the first row of a key; false if a concurrent transaction inserted it first.
 bool insert_state(Target target, const core::State &next) {
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
+    extension_sql_begin(target.schema);
     Datum args[] = {target.limit_name, target.key, Float8GetDatum(next.value), TimestampTzGetDatum(next.ts)};
-    const int rc = SPI_execute_plan(statements_for(target.schema).insert_state, args, nullptr, false, 0);
+    const int rc = SPI_execute_plan(extension_statement(Statement::insert_state), args, nullptr, false, 0);
     if (rc != SPI_OK_INSERT)
         elog(ERROR, "pg_ratelimit: inserting into rate_limit_state failed: %s", SPI_result_code_string(rc));
     const bool inserted = SPI_processed == 1;
-    SPI_finish();
+    extension_sql_end();
     return inserted;
 }
 
 core::Outcome settle(Target target, const core::Limit &limit, Mode mode, double cost, bool reserve,
                      core::Micros origin) {
     StateTable table;
-    state_table_open(target.schema, target.limit_name, target.key, &table);
+    state_table_open(target.extension, target.schema, target.limit_name, target.key, &table);
     for (int attempt = 0; attempt < MAX_ATTEMPTS; ++attempt) {
         core::State stored;
         bool found = state_table_fetch(&table, &stored);
@@ -61,7 +63,7 @@ core::Outcome settle(Target target, const core::Limit &limit, Mode mode, double 
             state_table_close(&table);
             return outcome;
         }
-        require_writable_transaction();
+        require_writable_transaction(mode == Mode::refund ? "refund rate limit units" : "consume rate limit units");
         const bool written = found ? state_table_update(&table, outcome.next) == WriteResult::written
                                    : insert_state(target, outcome.next);
         if (written) {
@@ -78,8 +80,8 @@ core::Outcome settle(Target target, const core::Limit &limit, Mode mode, double 
 void require_cost_fits(const core::Limit &limit, double cost, const text *limit_name) {
     if (core::validate_cost(limit, cost) == core::CostProblem::exceeds_capacity)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("cost %g exceeds the capacity %g of rate limit \"%s\"", cost, limit.capacity,
-                               text_to_cstring(limit_name)),
+                        errmsg("cost %s exceeds the capacity %s of rate limit \"%s\"", number_text(cost),
+                               number_text(limit.capacity), text_to_cstring(limit_name)),
                         errdetail("Such a request could never succeed."),
                         errhint("Lower the cost, or raise the limit's capacity with rate_limit_define().")));
 }
@@ -98,7 +100,8 @@ Datum decide(FunctionCallInfo fcinfo, Mode mode) {
     const core::Micros origin =
         core::window_origin(limit, keyed_grid ? core::key_hash(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) : 0);
     const core::Outcome outcome =
-        settle({context.schema, PointerGetDatum(limit_name), PointerGetDatum(key)}, limit, mode, cost, reserve, origin);
+        settle({context.extension, context.schema, PointerGetDatum(limit_name), PointerGetDatum(key)}, limit, mode,
+               cost, reserve, origin);
     return decision_datum(context, limit, outcome);
 }
 
@@ -111,11 +114,14 @@ Datum reset_body(FunctionCallInfo fcinfo) {
     text *key = key_arg(fcinfo, 0);
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     (void)limit_lookup(context.schema, limit_name);  // an unknown limit is an error, not a silent no-op
-    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
+    require_writable_transaction("reset rate limit keys");
+    // Checked first: the delete must not fire triggers as the owner (state_relations.hpp).
+    require_usable_state_table(context.extension, context.schema);
+    extension_sql_begin(context.schema);
     Datum args[] = {PointerGetDatum(limit_name), PointerGetDatum(key)};
-    const int rc = SPI_execute_plan(statements_for(context.schema).delete_state, args, nullptr, false, 0);
+    const int rc = SPI_execute_plan(extension_statement(Statement::delete_state), args, nullptr, false, 0);
     if (rc != SPI_OK_DELETE) elog(ERROR, "pg_ratelimit: resetting a key failed: %s", SPI_result_code_string(rc));
-    SPI_finish();
+    extension_sql_end();
     PG_RETURN_VOID();
 }
 

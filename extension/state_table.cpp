@@ -5,39 +5,6 @@
 namespace pg_ratelimit {
 namespace {
 
-// Column numbers in rate_limit_state (limit_name, key, value, ts).
-constexpr AttrNumber ATT_LIMIT_NAME = 1;
-constexpr AttrNumber ATT_KEY = 2;
-constexpr AttrNumber ATT_VALUE = 3;
-constexpr AttrNumber ATT_TS = 4;
-
-// The OIDs of rate_limit_state and its lookup index in the schema used last, so that a call costs no
-// catalog lookups; forgotten when the table or the index is dropped or altered.
-struct Relids {
-    Oid schema;
-    Oid heap;
-    Oid lookup;
-};
-Relids cached{InvalidOid, InvalidOid, InvalidOid};
-
-void forget_relids(Datum, Oid relid) {
-    if (relid == InvalidOid || relid == cached.heap || relid == cached.lookup)
-        cached = {InvalidOid, InvalidOid, InvalidOid};
-}
-
-Oid relation_in_schema(const char *name, Oid schema) {
-    const Oid relid = get_relname_relid(name, schema);
-    if (!OidIsValid(relid)) elog(ERROR, "pg_ratelimit: relation %s does not exist in its schema", name);
-    return relid;
-}
-
-const Relids &relids_for(Oid schema) {
-    if (cached.schema != schema)
-        cached = {schema, relation_in_schema("rate_limit_state", schema),
-                  relation_in_schema("rate_limit_state_lookup", schema)};
-    return cached;
-}
-
 bool same_text(Datum a, Datum b) {
     const text *x = DatumGetTextPP(a);
     const text *y = DatumGetTextPP(b);
@@ -47,15 +14,17 @@ bool same_text(Datum a, Datum b) {
 
 // Whether the row fetched into the slot is the one of this limit and key.
 bool is_the_row(StateTable *table) {
-    slot_getsomeattrs(table->slot, ATT_KEY);
-    return same_text(table->slot->tts_values[ATT_KEY - 1], table->key) &&
-           same_text(table->slot->tts_values[ATT_LIMIT_NAME - 1], table->limit_name);
+    const StateColumns &columns = table->relations.columns;
+    slot_getsomeattrs(table->slot, std::max(columns.key, columns.limit_name));
+    return same_text(table->slot->tts_values[columns.key - 1], table->key) &&
+           same_text(table->slot->tts_values[columns.limit_name - 1], table->limit_name);
 }
 
-void read_slot(TupleTableSlot *slot, core::State *state) {
-    slot_getallattrs(slot);
-    state->value = DatumGetFloat8(slot->tts_values[ATT_VALUE - 1]);
-    state->ts = DatumGetTimestampTz(slot->tts_values[ATT_TS - 1]);
+void read_slot(StateTable *table, core::State *state) {
+    const StateColumns &columns = table->relations.columns;
+    slot_getallattrs(table->slot);
+    state->value = DatumGetFloat8(table->slot->tts_values[columns.value - 1]);
+    state->ts = DatumGetTimestampTz(table->slot->tts_values[columns.ts - 1]);
 }
 
 // More than the row of this limit and key takes on a page, line pointer included: the header, both
@@ -89,11 +58,12 @@ void prune_if_nearly_full(Relation heap, Buffer buffer, Size row_bound) {
 // heap_hot_search_buffer takes the serializable predicate lock and checks for conflicts. Sets *all_dead
 // when the whole chain is dead to everyone, so that the index scan can mark the entry dead.
 bool fetch_visible(StateTable *table, ItemPointerData tid, Snapshot snapshot, bool *all_dead) {
-    const Buffer buffer = ReadBuffer(table->heap, ItemPointerGetBlockNumber(&tid));
-    prune_if_nearly_full(table->heap, buffer, table->row_bound);
+    Relation heap = table->relations.heap;
+    const Buffer buffer = ReadBuffer(heap, ItemPointerGetBlockNumber(&tid));
+    prune_if_nearly_full(heap, buffer, table->row_bound);
     HeapTupleData tuple;
     LockBuffer(buffer, BUFFER_LOCK_SHARE);
-    const bool found = heap_hot_search_buffer(&tid, table->heap, buffer, snapshot, &tuple, all_dead, true);
+    const bool found = heap_hot_search_buffer(&tid, heap, buffer, snapshot, &tuple, all_dead, true);
     LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
     ExecClearTuple(table->slot);
     if (!found) {
@@ -105,7 +75,7 @@ bool fetch_visible(StateTable *table, ItemPointerData tid, Snapshot snapshot, bo
     HeapTuple stored = &reinterpret_cast<BufferHeapTupleTableSlot *>(table->slot)->base.tupdata;
     *stored = tuple;
     ExecStorePinnedBufferHeapTuple(stored, table->slot, buffer);
-    table->slot->tts_tableOid = RelationGetRelid(table->heap);
+    table->slot->tts_tableOid = RelationGetRelid(heap);
     return true;
 }
 
@@ -139,66 +109,64 @@ void end_attempt(StateTable *table) {
 
 }  // namespace
 
-void require_writable_transaction() {
+void require_writable_transaction(const char *action) {
     if (XactReadOnly)
-        ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-                        errmsg("cannot consume rate limit units in a read-only transaction"),
-                        errhint("rate_limit_check works in read-only transactions.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION), errmsg("cannot %s in a read-only transaction", action),
+                 errhint("rate_limit_check works in read-only transactions.")));
     PreventCommandIfParallelMode("rate_limit_request");
 }
 
-void state_table_init() { CacheRegisterRelcacheCallback(forget_relids, 0); }
-
-void state_table_open(Oid schema, Datum limit_name, Datum key, StateTable *table) {
-    // Copy the OIDs: opening the table processes invalidations, which may reset the cache.
-    const Relids relids = relids_for(schema);
-    table->heap = table_open(relids.heap, RowExclusiveLock);
-    // The lookup reads heap pages itself (fetch_visible): refuse a table moved to another access method.
-    if (table->heap->rd_tableam != GetHeapamTableAmRoutine())
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("rate_limit_state must use the heap table access method")));
-    table->lookup = index_open(relids.lookup, AccessShareLock);
-    if (table->lookup->rd_rel->relam != HASH_AM_OID || RelationGetNumberOfAttributes(table->lookup) != 1)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("rate_limit_state_lookup must be the extension's hash index on (limit_name || key)")));
+void state_table_open(Oid extension, Oid schema, Datum limit_name, Datum key, StateTable *table) {
+    state_relations_open(extension, schema, true, true, &table->relations);
     table->snapshot_pushed = false;
-    table->slot = table_slot_create(table->heap, nullptr);
+    table->slot = table_slot_create(table->relations.heap, nullptr);
     table->limit_name = limit_name;
     table->key = key;
     table->row_bound = row_size_bound(limit_name, key);
-    // The index's expression and its "C" collation, that of both columns.
-    const Datum both = DirectFunctionCall2Coll(textcat, C_COLLATION_OID, limit_name, key);
-    ScanKeyEntryInitialize(&table->lookup_key, 0, 1, HTEqualStrategyNumber, InvalidOid, C_COLLATION_OID, F_TEXTEQ,
-                           both);
+    // The index's key and its "C" collation, that of both columns: the hash index's single key is
+    // limit_name || key, the btree's two keys are the columns themselves.
+    if (table->relations.lookup_is_hash) {
+        const Datum both = DirectFunctionCall2Coll(textcat, C_COLLATION_OID, limit_name, key);
+        ScanKeyEntryInitialize(&table->lookup_keys[0], 0, 1, HTEqualStrategyNumber, InvalidOid, C_COLLATION_OID,
+                               F_TEXTEQ, both);
+        table->lookup_key_count = 1;
+    } else {
+        ScanKeyEntryInitialize(&table->lookup_keys[0], 0, 1, BTEqualStrategyNumber, InvalidOid, C_COLLATION_OID,
+                               F_TEXTEQ, limit_name);
+        ScanKeyEntryInitialize(&table->lookup_keys[1], 0, 2, BTEqualStrategyNumber, InvalidOid, C_COLLATION_OID,
+                               F_TEXTEQ, key);
+        table->lookup_key_count = 2;
+    }
 }
 
 void state_table_close(StateTable *table) {
     end_attempt(table);
     ExecDropSingleTupleTableSlot(table->slot);
-    index_close(table->lookup, NoLock);  // locks are held until the transaction ends, as usual
-    table_close(table->heap, NoLock);
+    state_relations_close(&table->relations);
 }
 
 bool state_table_fetch(StateTable *table, core::State *state) {
     begin_attempt(table);
     const Snapshot snapshot = GetActiveSnapshot();
-    IndexScanDesc scan = index_beginscan(table->heap, table->lookup, snapshot, 1, 0);
-    index_rescan(scan, &table->lookup_key, 1, nullptr, 0);
+    IndexScanDesc scan =
+        index_beginscan(table->relations.heap, table->relations.lookup, snapshot, table->lookup_key_count, 0);
+    index_rescan(scan, table->lookup_keys, table->lookup_key_count, nullptr, 0);
     bool found = false;
     // The hash index leads to every row whose limit_name || key hashes alike: rare collisions (and
-    // pairs such as 'ab' || 'c' and 'a' || 'bc'), and dead versions of the row (from non-HOT updates).
-    // At most one entry leads to a version of the row visible to the snapshot.
+    // pairs such as 'ab' || 'c' and 'a' || 'bc'), and either index to dead versions of the row (from
+    // non-HOT updates). At most one entry leads to a version of the row visible to the snapshot.
     while (!found) {
         const ItemPointer tid = index_getnext_tid(scan, ForwardScanDirection);
         if (tid == nullptr) break;
         bool all_dead = false;
         const bool visible = fetch_visible(table, *tid, snapshot, &all_dead);
-        if (visible) pgstat_count_heap_fetch(table->lookup);
+        if (visible) pgstat_count_heap_fetch(table->relations.lookup);
         found = visible && is_the_row(table);
         // As index_fetch_heap does: a standby must not mark index entries dead.
         if (!scan->xactStartedInRecovery) scan->kill_prior_tuple = all_dead;
     }
-    if (found) read_slot(table->slot, state);
+    if (found) read_slot(table, state);
     index_endscan(scan);
     return found;
 }
@@ -207,11 +175,11 @@ bool state_table_lock_latest(StateTable *table, core::State *state) {
     ItemPointerData tid = table->slot->tts_tid;
     TM_FailureData failure;
     const TM_Result result =
-        table_tuple_lock(table->heap, &tid, GetActiveSnapshot(), table->slot, GetCurrentCommandId(true),
+        table_tuple_lock(table->relations.heap, &tid, GetActiveSnapshot(), table->slot, GetCurrentCommandId(true),
                          LockTupleNoKeyExclusive, LockWaitBlock, TUPLE_LOCK_FLAG_FIND_LAST_VERSION, &failure);
     switch (result) {
         case TM_Ok:
-            read_slot(table->slot, state);
+            read_slot(table, state);
             return true;
         case TM_Deleted:
             return false;
@@ -224,15 +192,21 @@ bool state_table_lock_latest(StateTable *table, core::State *state) {
 }
 
 WriteResult state_table_update(StateTable *table, const core::State &next) {
+    Relation heap = table->relations.heap;
+    const StateColumns &columns = table->relations.columns;
+    // The old row with value and ts replaced, as UPDATE ... SET value, ts would make it: columns a DBA
+    // added keep their values, dropped ones stay null.
     TupleTableSlot *old_slot = table->slot;
     slot_getallattrs(old_slot);
-    TupleTableSlot *new_slot = MakeSingleTupleTableSlot(RelationGetDescr(table->heap), &TTSOpsVirtual);
+    const int natts = RelationGetDescr(heap)->natts;
+    TupleTableSlot *new_slot = MakeSingleTupleTableSlot(RelationGetDescr(heap), &TTSOpsVirtual);
     ExecClearTuple(new_slot);
-    new_slot->tts_values[ATT_LIMIT_NAME - 1] = old_slot->tts_values[ATT_LIMIT_NAME - 1];
-    new_slot->tts_values[ATT_KEY - 1] = old_slot->tts_values[ATT_KEY - 1];
-    new_slot->tts_values[ATT_VALUE - 1] = Float8GetDatum(next.value);
-    new_slot->tts_values[ATT_TS - 1] = TimestampTzGetDatum(next.ts);
-    for (int i = 0; i < 4; ++i) new_slot->tts_isnull[i] = false;
+    memcpy(new_slot->tts_values, old_slot->tts_values, natts * sizeof(Datum));
+    memcpy(new_slot->tts_isnull, old_slot->tts_isnull, natts * sizeof(bool));
+    new_slot->tts_values[columns.value - 1] = Float8GetDatum(next.value);
+    new_slot->tts_isnull[columns.value - 1] = false;
+    new_slot->tts_values[columns.ts - 1] = TimestampTzGetDatum(next.ts);
+    new_slot->tts_isnull[columns.ts - 1] = false;
     ExecStoreVirtualTuple(new_slot);
 
     ItemPointerData old_tid = old_slot->tts_tid;
@@ -240,8 +214,8 @@ WriteResult state_table_update(StateTable *table, const core::State &next) {
     LockTupleMode lock_mode;
     bool update_indexes = false;
     const TM_Result result =
-        table_tuple_update(table->heap, &old_tid, new_slot, GetCurrentCommandId(true), GetActiveSnapshot(),
-                           InvalidSnapshot, true, &failure, &lock_mode, &update_indexes);
+        table_tuple_update(heap, &old_tid, new_slot, GetCurrentCommandId(true), GetActiveSnapshot(), InvalidSnapshot,
+                           true, &failure, &lock_mode, &update_indexes);
     end_attempt(table);
 
     switch (result) {
@@ -259,7 +233,7 @@ WriteResult state_table_update(StateTable *table, const core::State &next) {
     }
 
     // A HOT update reuses the index entries; otherwise the new version needs its own.
-    if (update_indexes) insert_index_entries(table->heap, new_slot);
+    if (update_indexes) insert_index_entries(heap, new_slot);
     ExecDropSingleTupleTableSlot(new_slot);
     // Later calls in this transaction (even within the same statement) must see this version.
     CommandCounterIncrement();

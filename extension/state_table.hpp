@@ -1,5 +1,6 @@
 // Direct access to rate_limit_state for the hot path, without SPI or the executor: a lookup through
-// the hash index on limit_name || key that reads the heap page itself (so that it can prune the page only when nearly
+// the hash index on limit_name || key (or the primary key while that index is unusable, see
+// state_relations.hpp) that reads the heap page itself (so that it can prune the page only when nearly
 // full) and checks the row's limit and key, then an in-place (usually HOT) update through the table
 // access method. The table must therefore stay a heap table. New keys are still inserted with SQL
 // (INSERT ... ON CONFLICT DO NOTHING, see statements.hpp), whose speculative insertion is not worth
@@ -14,32 +15,30 @@
 //   the index and heap access methods themselves;
 // - a non-HOT update inserts the new version into every index (the executor's routine); read-only
 //   transactions are refused (25006).
-// The table has no triggers, rules, foreign keys or checks to fire; the functions are SECURITY DEFINER,
-// so no privilege check is due. The table is the extension's own: do not add triggers to it.
+// The table has no triggers, rules or checks to fire (state_relations_open refuses a table with any); the
+// functions are SECURITY DEFINER, so no privilege check is due.
 #pragma once
 
 #include "core/limit.hpp"
 #include "postgres_headers.hpp"
+#include "state_relations.hpp"
 
 namespace pg_ratelimit {
 
 struct StateTable {
-    Relation heap;
-    Relation lookup;       // hash ((limit_name || key))
+    StateRelations relations;
     TupleTableSlot *slot;  // the key's row after a successful fetch
     Datum limit_name;
     Datum key;
     Size row_bound;  // more than the key's row takes on a page
-    ScanKeyData lookup_key;
+    ScanKeyData lookup_keys[2];
+    int lookup_key_count;
     bool snapshot_pushed;  // an attempt's snapshot is active, from its fetch to its write or close
 };
 
-// Registers the invalidation that forgets cached table OIDs when the extension's tables go away.
-void state_table_init();
-
 enum class WriteResult { written, lost_race };
 
-void state_table_open(Oid schema, Datum limit_name, Datum key, StateTable *table);
+void state_table_open(Oid extension, Oid schema, Datum limit_name, Datum key, StateTable *table);
 void state_table_close(StateTable *table);
 
 // Starts an attempt with the statement snapshot and reads the key's row visible to it into table->slot.
@@ -53,7 +52,8 @@ bool state_table_lock_latest(StateTable *table, core::State *state);
 // Replaces the two numbers of the row fetched (or locked) last.
 WriteResult state_table_update(StateTable *table, const core::State &next);
 
-// Refuses writes where the executor would: read-only transactions, hot standby, parallel mode.
-void require_writable_transaction();
+// Refuses writes where the executor would: read-only transactions, hot standby, parallel mode. `action`
+// completes "cannot ... in a read-only transaction", e.g. "consume rate limit units".
+void require_writable_transaction(const char *action);
 
 }  // namespace pg_ratelimit

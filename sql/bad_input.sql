@@ -28,6 +28,8 @@ SELECT statement, pg_temp.error_of(statement) FROM unnest(ARRAY[
     $$SELECT rate_limit_request('k', 'small', 6)$$,
     $$SELECT rate_limit_request('k', 'small', 6, reserve => true)$$,
     $$SELECT rate_limit_request(repeat('x', 1025), 'small')$$,
+    $$SELECT rate_limit_request('k', repeat('n', 129))$$,
+    $$SELECT rate_limit_request('k', 'small', 5.000000001)$$,
     $$SELECT rate_limit_check(NULL, 'small')$$,
     $$SELECT rate_limit_check('k', 'no_such_limit')$$,
     $$SELECT rate_limit_check('k', 'small', 0)$$,
@@ -54,6 +56,8 @@ SELECT statement, pg_temp.error_of(statement) FROM unnest(ARRAY[
     $$SELECT rate_limit_define('bad', 1, '-1 minute')$$,
     $$SELECT rate_limit_define('bad', 1, '1 month')$$,
     $$SELECT rate_limit_define('bad', 1, '101 years')$$,
+    $$SELECT rate_limit_define('bad', 1, '36601 days')$$,
+    $$SELECT rate_limit_define('bad', 1, '36600 days 00:00:00.000001')$$,
     $$SELECT rate_limit_define('bad', 1, '1 second', NULL)$$,
     $$SELECT rate_limit_define('bad', 1, '1 second', 'leaky_bucket')$$,
     $$SELECT rate_limit_define('bad', 1, '1 second', capacity => 0)$$,
@@ -79,6 +83,18 @@ SELECT rate_limit_request('k', 'no_such_limit');
 SELECT rate_limit_request('k', 'small', 6);
 SELECT rate_limit_define('bad', 1, '1 second', 'sliding_window');
 SELECT rate_limit_define('bad', 1, '1 month');
+
+-- Read-only transactions: each write names what it could not do.
+SELECT allowed, remaining FROM rate_limit_request('ro', 'small');
+BEGIN READ ONLY;
+SELECT allowed, remaining FROM rate_limit_check('ro', 'small');
+SAVEPOINT s;
+SELECT rate_limit_request('ro', 'small');
+ROLLBACK TO s;
+SELECT rate_limit_refund('ro', 'small');
+ROLLBACK TO s;
+SELECT rate_limit_reset('ro', 'small');
+ROLLBACK;
 
 -- The tables' own checks stop bad rows written directly, too.
 INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity) VALUES ('direct', 'token_bucket', 'NaN', '1 second', 1);

@@ -1,5 +1,6 @@
 -- Who may do what. Calls run as the extension owner (SECURITY DEFINER), so applications need no rights
--- on the tables; defining limits is for administrators unless granted.
+-- on the tables. Everyone may request and check (neither can raise anyone's allowance); giving units
+-- back (refund, reset), defining limits and cleanup are for administrators unless granted.
 SET timezone = 'UTC';
 SELECT current_user AS admin, current_database() AS db \gset
 CREATE ROLE regress_rl_app LOGIN;
@@ -19,6 +20,14 @@ SELECT rate_limit_define('priv', rate => 1000, period => '1 second');
 SELECT rate_limit_drop('priv');
 SELECT rate_limit_cleanup();
 RESET ROLE;
+
+-- An application role that uses reservations gets refund (and reset, if it resets keys).
+GRANT EXECUTE ON FUNCTION rate_limit_refund(text, text, float8), rate_limit_reset(text, text) TO regress_rl_app;
+SET ROLE regress_rl_app;
+SELECT allowed, remaining FROM rate_limit_refund('u', 'priv');
+SELECT rate_limit_reset('u', 'priv');
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION rate_limit_refund(text, text, float8), rate_limit_reset(text, text) FROM regress_rl_app;
 
 -- Administrators can delegate defining limits.
 GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, text, float8, float8, timestamptz) TO regress_rl_app;

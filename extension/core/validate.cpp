@@ -9,7 +9,8 @@ bool valid_units(double units) noexcept { return std::isfinite(units) && units >
 
 LimitProblem validate_limit(const Limit &limit) noexcept {
     if (!valid_units(limit.rate)) return LimitProblem::rate;
-    if (limit.period <= 0 || limit.period > MAX_PERIOD) return LimitProblem::period;
+    if (limit.period <= 0) return LimitProblem::period;
+    if (limit.period > MAX_PERIOD) return LimitProblem::period_too_long;
     if (!valid_units(limit.capacity)) return LimitProblem::capacity;
     const bool unlimited = std::isinf(limit.max_reserved) && limit.max_reserved > 0;
     if (!unlimited && !(limit.max_reserved >= 0 && limit.max_reserved <= MAX_UNITS)) return LimitProblem::max_reserved;

@@ -8,10 +8,11 @@ namespace pg_ratelimit::core {
 
 enum class LimitProblem : std::uint8_t {
     none,
-    rate,          // not finite, <= 0 or > MAX_UNITS
-    period,        // <= 0 or > MAX_PERIOD
-    capacity,      // not finite, <= 0 or > MAX_UNITS
-    max_reserved,  // NaN or < 0 (+infinity means unlimited)
+    rate,             // not finite, <= 0 or > MAX_UNITS
+    period,           // <= 0
+    period_too_long,  // > MAX_PERIOD
+    capacity,         // not finite, <= 0 or > MAX_UNITS
+    max_reserved,     // NaN or < 0 (+infinity means unlimited)
     start_needs_fixed_window,
     start_out_of_range,  // further than MAX_START_OFFSET from 2000-01-01
 };

@@ -1,0 +1,87 @@
+// The triggers of rate_limit_config.
+//
+// rate_limit_config_changed (AFTER ... FOR EACH STATEMENT): queues an invalidation of the table's
+// relcache entry, which every backend's limit cache turns into dropping its cached limits (see
+// limit_cache.hpp). PostgreSQL delivers it to this backend at the next command and to every other backend
+// when the change commits.
+//
+// rate_limit_config_row (BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW): takes the changed limits'
+// locks (limit_lock.hpp), and turns an INSERT of a name that exists into an UPDATE of that row. The merge
+// is what lets pg_restore bring back a redefined 'default': CREATE EXTENSION inserts the shipped row, then
+// the dump's copy of the table inserts it again. Written in C rather than PL/pgSQL so that its UPDATE
+// runs in the table's own schema by OID (extension_sql.hpp): a PL/pgSQL body would name the schema, and
+// after a rename of the schema that name could lead to somebody else's table, with the caller's rights
+// (the extension's owner, when rate_limit_define inserts).
+#include <initializer_list>
+
+#include "cpp_boundary.hpp"
+#include "extension_sql.hpp"
+#include "limit_lock.hpp"
+
+namespace pg_ratelimit {
+namespace {
+
+const TriggerData *trigger_data(FunctionCallInfo fcinfo, const char *name) {
+    if (!CALLED_AS_TRIGGER(fcinfo)) elog(ERROR, "%s: not called as a trigger", name);
+    return reinterpret_cast<const TriggerData *>(fcinfo->context);
+}
+
+Datum config_changed_body(FunctionCallInfo fcinfo) {
+    const TriggerData *trigger = trigger_data(fcinfo, "rate_limit_config_changed");
+    CacheInvalidateRelcacheByRelid(RelationGetRelid(trigger->tg_relation));
+    return PointerGetDatum(nullptr);
+}
+
+constexpr int CONFIG_COLUMNS = 7;  // name, algorithm, rate, period, capacity, max_reserved, start
+
+const text *name_of(const TriggerData *trigger, HeapTuple row) {
+    bool isnull = false;
+    const Datum name = heap_getattr(row, 1, RelationGetDescr(trigger->tg_relation), &isnull);
+    return isnull ? nullptr : DatumGetTextPP(name);
+}
+
+// Updates the existing row named like `row` with row's values; false if there is none.
+bool merge_into_existing(const TriggerData *trigger, HeapTuple row) {
+    const TupleDesc desc = RelationGetDescr(trigger->tg_relation);
+    Datum values[CONFIG_COLUMNS];
+    char nulls[CONFIG_COLUMNS];
+    Oid types[CONFIG_COLUMNS];
+    for (int i = 0; i < CONFIG_COLUMNS; ++i) {
+        bool isnull = false;
+        values[i] = heap_getattr(row, i + 1, desc, &isnull);
+        nulls[i] = isnull ? 'n' : ' ';
+        types[i] = TupleDescAttr(desc, i)->atttypid;
+    }
+    extension_sql_begin(RelationGetNamespace(trigger->tg_relation));
+    extension_sql_run(
+        "UPDATE rate_limit_config SET algorithm = $2, rate = $3, period = $4, capacity = $5,"
+        " max_reserved = $6, start = $7 WHERE name OPERATOR(pg_catalog.=) $1",
+        CONFIG_COLUMNS, types, values, nulls, false, SPI_OK_UPDATE);
+    const bool merged = SPI_processed > 0;
+    extension_sql_end();
+    return merged;
+}
+
+Datum config_row_body(FunctionCallInfo fcinfo) {
+    const TriggerData *trigger = trigger_data(fcinfo, "rate_limit_config_row");
+    const TriggerEvent event = trigger->tg_event;
+    if (!TRIGGER_FIRED_BEFORE(event) || !TRIGGER_FIRED_FOR_ROW(event) ||
+        RelationGetDescr(trigger->tg_relation)->natts != CONFIG_COLUMNS)
+        elog(ERROR, "rate_limit_config_row: must fire BEFORE ... FOR EACH ROW on rate_limit_config");
+    HeapTuple old_row = TRIGGER_FIRED_BY_INSERT(event) ? nullptr : trigger->tg_trigtuple;
+    HeapTuple new_row = TRIGGER_FIRED_BY_INSERT(event)   ? trigger->tg_trigtuple
+                        : TRIGGER_FIRED_BY_UPDATE(event) ? trigger->tg_newtuple
+                                                         : nullptr;
+    // NULL names are left for the table's NOT NULL constraint to refuse.
+    for (HeapTuple row : {old_row, new_row})
+        if (row != nullptr && name_of(trigger, row) != nullptr) lock_limit(name_of(trigger, row), ExclusiveLock);
+    if (TRIGGER_FIRED_BY_INSERT(event) && name_of(trigger, new_row) != nullptr && merge_into_existing(trigger, new_row))
+        return PointerGetDatum(nullptr);  // merged: skip the insert
+    return PointerGetDatum(new_row != nullptr ? new_row : old_row);
+}
+
+}  // namespace
+}  // namespace pg_ratelimit
+
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_config_changed, pg_ratelimit::config_changed_body)
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_config_row, pg_ratelimit::config_row_body)

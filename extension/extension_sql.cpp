@@ -1,0 +1,67 @@
+#include "extension_sql.hpp"
+
+namespace pg_ratelimit {
+namespace {
+
+struct StatementText {
+    const char *sql;
+    int nargs;
+    Oid argtypes[4];
+};
+
+// Indexed by Statement.
+constexpr StatementText TEXTS[] = {
+    {"INSERT INTO rate_limit_state (limit_name, key, value, ts) VALUES ($1, $2, $3, $4)"
+     " ON CONFLICT (limit_name, key) DO NOTHING",
+     4,
+     {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID}},
+    {"DELETE FROM rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2",
+     2,
+     {TEXTOID, TEXTOID}},
+    {"SELECT algorithm, rate, period, capacity, max_reserved, start FROM rate_limit_config"
+     " WHERE name OPERATOR(pg_catalog.=) $1",
+     1,
+     {TEXTOID}},
+};
+
+constexpr int STATEMENT_COUNT = static_cast<int>(Statement::select_limit) + 1;
+static_assert(sizeof(TEXTS) / sizeof(TEXTS[0]) == STATEMENT_COUNT, "one text per Statement");
+SPIPlanPtr plans[STATEMENT_COUNT];
+
+}  // namespace
+
+void extension_sql_begin(Oid schema) {
+    if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
+    OverrideSearchPath path;
+    path.schemas = list_make1_oid(schema);
+    path.addCatalog = true;  // first, so that built-in names always win
+    path.addTemp = false;    // never the caller's temporary objects
+    path.generation = 0;
+    PushOverrideSearchPath(&path);  // copies the list
+    list_free(path.schemas);
+}
+
+void extension_sql_end() {
+    PopOverrideSearchPath();
+    SPI_finish();
+}
+
+SPIPlanPtr extension_statement(Statement statement) {
+    SPIPlanPtr &plan = plans[static_cast<int>(statement)];
+    if (plan != nullptr) return plan;
+    const StatementText &text = TEXTS[static_cast<int>(statement)];
+    SPIPlanPtr prepared = SPI_prepare(text.sql, text.nargs, const_cast<Oid *>(text.argtypes));
+    if (prepared == nullptr)
+        elog(ERROR, "pg_ratelimit: SPI_prepare failed (%s): %s", SPI_result_code_string(SPI_result), text.sql);
+    if (SPI_keepplan(prepared) != 0) elog(ERROR, "pg_ratelimit: SPI_keepplan failed");
+    plan = prepared;
+    return plan;
+}
+
+void extension_sql_run(const char *query, int nargs, Oid *types, Datum *values, const char *nulls, bool read_only,
+                       int expected_rc) {
+    const int rc = SPI_execute_with_args(query, nargs, types, values, nulls, read_only, 0);
+    if (rc != expected_rc) elog(ERROR, "pg_ratelimit: \"%s\" failed: %s", query, SPI_result_code_string(rc));
+}
+
+}  // namespace pg_ratelimit

@@ -1,0 +1,43 @@
+// The SQL the extension runs on its own tables, with every name resolved in the extension's schema by
+// OID.
+//
+// The functions run as the extension's owner (SECURITY DEFINER), so no name in their SQL may ever lead to
+// somebody else's object. Schema-qualified names are not enough: a kept plan is re-analysed from its text
+// when it is invalidated, and after ALTER SCHEMA ... RENAME the old name may then belong to a schema that
+// anyone with CREATE on the database made, whose table's triggers would run as the owner. So the SQL names
+// the extension's tables unqualified, qualifies every operator and function with pg_catalog, and always
+// runs with the search path overridden to exactly pg_catalog and the extension's schema, given as OIDs
+// (PushOverrideSearchPath). Parse analysis, and every re-analysis of a kept plan (plancache replans when
+// the path differs from the one the plan was made with), then resolve the tables in the extension's
+// schema whatever it is called now and whatever the caller's search_path, and the caller's temporary
+// schema is not searched at all. One requirement remains for the DBA, as for any extension: roles that
+// are not trusted must not have CREATE on the extension's schema.
+//
+// User input only ever travels as parameters.
+#pragma once
+
+#include "postgres_headers.hpp"
+
+namespace pg_ratelimit {
+
+// Connects SPI and puts the search path in place; every SPI call until extension_sql_end() runs there.
+// Nests (an inner pair inside an outer one). An ERROR in between needs no cleanup: SPI and the override
+// are both undone by the (sub)transaction abort.
+void extension_sql_begin(Oid schema);
+void extension_sql_end();
+
+// The statements the extension keeps prepared for the life of the backend (prepared on first use,
+// between extension_sql_begin and _end). They hold no schema: a plan made for one schema is replanned
+// automatically if the extension is re-created in another one.
+enum class Statement {
+    insert_state,  // $1 limit_name, $2 key, $3 value, $4 ts; does nothing if the key exists
+    delete_state,  // $1 limit_name, $2 key
+    select_limit,  // $1 name -> algorithm, rate, period, capacity, max_reserved, start
+};
+SPIPlanPtr extension_statement(Statement statement);
+
+// Runs a one-off statement (cold paths); raises if SPI does not return expected_rc.
+void extension_sql_run(const char *query, int nargs, Oid *types, Datum *values, const char *nulls, bool read_only,
+                       int expected_rc);
+
+}  // namespace pg_ratelimit

@@ -1,0 +1,202 @@
+#include "state_relations.hpp"
+
+namespace pg_ratelimit {
+namespace {
+
+constexpr const char *STATE_TABLE = "rate_limit_state";
+
+// What was derived from the table's relcache entry, valid until an invalidation of the table or of one
+// of the two indexes arrives.
+struct Derived {
+    Oid schema;
+    Oid heap;
+    bool valid;
+    Oid lookup;  // the index requests read
+    bool lookup_is_hash;
+    Oid unique;  // the unique btree on (limit_name, key)
+    StateColumns columns;
+};
+Derived cached{InvalidOid, InvalidOid, false, InvalidOid, false, InvalidOid, {0, 0, 0, 0}};
+uint64 invalidations = 0;  // relcache invalidations of any relation so far, to notice one during derive()
+
+void on_relcache_invalidation(Datum, Oid relid) {
+    ++invalidations;
+    if (relid == InvalidOid || relid == cached.heap || relid == cached.lookup || relid == cached.unique)
+        cached.valid = false;
+}
+
+[[noreturn]] void refuse(Relation heap, const char *problem, const char *hint) {
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("pg_ratelimit cannot use table \"%s\": %s", RelationGetRelationName(heap), problem),
+                    errhint("%s", hint)));
+    pg_unreachable();
+}
+
+constexpr const char *RESTORE_HINT =
+    "Undo the change to the table, or re-create the extension (DROP EXTENSION pg_ratelimit; CREATE EXTENSION "
+    "pg_ratelimit) after saving rate_limit_config.";
+
+AttrNumber column(Relation heap, const char *name, Oid type) {
+    const TupleDesc desc = RelationGetDescr(heap);
+    for (int i = 0; i < desc->natts; ++i) {
+        const Form_pg_attribute attribute = TupleDescAttr(desc, i);
+        if (attribute->attisdropped || strcmp(NameStr(attribute->attname), name) != 0) continue;
+        if (attribute->atttypid != type)
+            refuse(heap, psprintf("column \"%s\" must be of type %s", name, format_type_be(type)), RESTORE_HINT);
+        if (attribute->attgenerated != '\0')
+            refuse(heap, psprintf("column \"%s\" must not be generated", name), RESTORE_HINT);
+        return attribute->attnum;
+    }
+    refuse(heap, psprintf("it has no column \"%s\"", name), RESTORE_HINT);
+}
+
+void check_table(Relation heap, Oid extension) {
+    if (heap->rd_rel->relkind != RELKIND_RELATION) refuse(heap, "it is not an ordinary table", RESTORE_HINT);
+    if (getExtensionOfObject(RelationRelationId, RelationGetRelid(heap)) != extension)
+        refuse(heap, "it is not a member of the extension", "The extension's own table was dropped or renamed.");
+    if (heap->trigdesc != nullptr)
+        refuse(heap, "it has triggers",
+               "Requests update rows without firing triggers, and triggers on it would run as the extension's "
+               "owner: drop them.");
+    if (heap->rd_rules != nullptr) refuse(heap, "it has rules", "Drop the rules.");
+    if (heap->rd_rel->relforcerowsecurity)
+        refuse(heap, "it forces row-level security", "ALTER TABLE ... NO FORCE ROW LEVEL SECURITY.");
+    const TupleConstr *constraints = RelationGetDescr(heap)->constr;
+    if (constraints != nullptr && constraints->num_check > 0)
+        refuse(heap, "it has CHECK constraints", "Requests write rows without checking them: drop the constraints.");
+    if (constraints != nullptr && constraints->has_generated_stored)
+        refuse(heap, "it has stored generated columns",
+               "Requests write rows without computing them: drop the columns.");
+}
+
+// Whether `index` (opened) is usable now and what it is: the hash index on (limit_name || key), or a
+// unique btree on (limit_name, key), both with the "C" collation the keys are compared in.
+enum class IndexKind { other, hash_lookup, unique_btree };
+
+bool is_column(const Node *node, AttrNumber attnum) {
+    return node != nullptr && IsA(node, Var) && reinterpret_cast<const Var *>(node)->varattno == attnum;
+}
+
+IndexKind index_kind(Relation index, const StateColumns &columns) {
+    const Form_pg_index form = index->rd_index;
+    if (!form->indisvalid || !form->indisready || !form->indislive || RelationGetIndexPredicate(index) != NIL)
+        return IndexKind::other;
+    if (index->rd_rel->relam == BTREE_AM_OID && form->indisunique && form->indnkeyatts == 2 &&
+        form->indkey.values[0] == columns.limit_name && form->indkey.values[1] == columns.key &&
+        index->rd_indcollation[0] == C_COLLATION_OID && index->rd_indcollation[1] == C_COLLATION_OID)
+        return IndexKind::unique_btree;
+    if (index->rd_rel->relam != HASH_AM_OID || form->indnkeyatts != 1 || form->indkey.values[0] != 0 ||
+        index->rd_indcollation[0] != C_COLLATION_OID)
+        return IndexKind::other;
+    List *expressions = RelationGetIndexExpressions(index);
+    if (list_length(expressions) != 1) return IndexKind::other;
+    const Node *expression = static_cast<const Node *>(linitial(expressions));
+    if (!IsA(expression, OpExpr)) return IndexKind::other;
+    const auto *concat = reinterpret_cast<const OpExpr *>(expression);
+    if (get_opcode(concat->opno) != F_TEXTCAT || list_length(concat->args) != 2) return IndexKind::other;
+    return is_column(static_cast<const Node *>(linitial(concat->args)), columns.limit_name) &&
+                   is_column(static_cast<const Node *>(lsecond(concat->args)), columns.key)
+               ? IndexKind::hash_lookup
+               : IndexKind::other;
+}
+
+void derive_once(Relation heap, Oid extension, Oid schema) {
+    check_table(heap, extension);
+    Derived next{schema, RelationGetRelid(heap), false, InvalidOid, false, InvalidOid, {0, 0, 0, 0}};
+    next.columns = {column(heap, "limit_name", TEXTOID), column(heap, "key", TEXTOID), column(heap, "value", FLOAT8OID),
+                    column(heap, "ts", TIMESTAMPTZOID)};
+    List *indexes = RelationGetIndexList(heap);
+    ListCell *cell;
+    foreach (cell, indexes) {
+        Relation index = try_relation_open(lfirst_oid(cell), AccessShareLock);
+        if (index == nullptr) continue;  // dropped meanwhile
+        const IndexKind kind = index_kind(index, next.columns);
+        if (kind == IndexKind::hash_lookup && !next.lookup_is_hash) {
+            next.lookup = RelationGetRelid(index);
+            next.lookup_is_hash = true;
+        } else if (kind == IndexKind::unique_btree && next.unique == InvalidOid) {
+            next.unique = RelationGetRelid(index);
+        }
+        relation_close(index, NoLock);
+    }
+    list_free(indexes);
+    if (next.unique == InvalidOid)
+        refuse(heap, "it has no valid unique index on (limit_name, key)",
+               "Re-create its primary key: ALTER TABLE rate_limit_state ADD PRIMARY KEY (limit_name, key).");
+    if (!next.lookup_is_hash) next.lookup = next.unique;
+    next.valid = true;
+    cached = next;
+}
+
+// Derives everything from the open table: checks it, finds its columns and chooses the indexes. Opening
+// the indexes may accept invalidations that make what was read before stale: then it starts over.
+void derive(Relation heap, Oid extension, Oid schema) {
+    uint64 seen = 0;
+    do {
+        seen = invalidations;
+        derive_once(heap, extension, schema);
+    } while (seen != invalidations);
+}
+
+Relation open_heap(Oid schema) {
+    if (cached.schema == schema && OidIsValid(cached.heap)) {
+        Relation heap = try_table_open(cached.heap, RowExclusiveLock);
+        // The OID could only have been reused after the table was dropped; the name check catches that.
+        if (heap != nullptr && RelationGetNamespace(heap) == schema &&
+            strcmp(RelationGetRelationName(heap), STATE_TABLE) == 0)
+            return heap;
+        if (heap != nullptr) table_close(heap, RowExclusiveLock);
+    }
+    cached = {schema, InvalidOid, false, InvalidOid, false, InvalidOid, {0, 0, 0, 0}};
+    const Oid relid = get_relname_relid(STATE_TABLE, schema);
+    Relation heap = OidIsValid(relid) ? try_table_open(relid, RowExclusiveLock) : nullptr;
+    if (heap == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("pg_ratelimit's table rate_limit_state does not exist in its schema"),
+                        errhint("Re-create the extension.")));
+    cached.heap = relid;
+    return heap;
+}
+
+}  // namespace
+
+void state_relations_init() { CacheRegisterRelcacheCallback(on_relcache_invalidation, 0); }
+
+void state_relations_open(Oid extension, Oid schema, bool with_lookup, bool heap_only, StateRelations *out) {
+    out->heap = open_heap(schema);  // takes the lock: the cache now reflects every committed change
+    out->lookup = nullptr;
+    if (heap_only && out->heap->rd_tableam != GetHeapamTableAmRoutine())
+        refuse(out->heap, "it does not use the heap access method",
+               "Requests read and write its heap pages directly: ALTER TABLE ... SET ACCESS METHOD heap.");
+    // An index could still be dropped concurrently (DROP INDEX CONCURRENTLY does not wait for a
+    // transaction that locked the table after it started waiting): derive again if the chosen one is
+    // gone or no longer valid once it is locked.
+    for (int attempt = 0;; ++attempt) {
+        if (!cached.valid) derive(out->heap, extension, schema);
+        out->columns = cached.columns;
+        out->lookup_is_hash = cached.lookup_is_hash;
+        if (!with_lookup) return;
+        Relation lookup = try_relation_open(cached.lookup, AccessShareLock);
+        if (lookup != nullptr && cached.valid && lookup->rd_index->indisvalid && lookup->rd_index->indislive) {
+            out->lookup = lookup;
+            return;
+        }
+        if (lookup != nullptr) relation_close(lookup, AccessShareLock);
+        cached.valid = false;
+        if (attempt == 3) elog(ERROR, "pg_ratelimit: the indexes of rate_limit_state keep changing");
+    }
+}
+
+void require_usable_state_table(Oid extension, Oid schema) {
+    StateRelations relations;
+    state_relations_open(extension, schema, false, false, &relations);
+    state_relations_close(&relations);
+}
+
+void state_relations_close(StateRelations *relations) {
+    // Locks are held until the transaction ends, as usual.
+    if (relations->lookup != nullptr) relation_close(relations->lookup, NoLock);
+    table_close(relations->heap, NoLock);
+}
+
+}  // namespace pg_ratelimit
