@@ -54,5 +54,23 @@ DROP SCHEMA regress_rl_evil CASCADE;
 SELECT key, value, ts > '2020-01-01' AS real_clock FROM rate_limit_state WHERE limit_name = 'priv' ORDER BY key;
 
 SELECT rate_limit_drop('priv');
+
+-- In a schema of its own (which must exist first), callers need USAGE on that schema.
+DROP EXTENSION pg_ratelimit;
+CREATE EXTENSION pg_ratelimit SCHEMA limits;
+CREATE SCHEMA limits;
+CREATE EXTENSION pg_ratelimit SCHEMA limits;
+SET ROLE regress_rl_app;
+SELECT allowed FROM limits.rate_limit_request('u');
+RESET ROLE;
+GRANT USAGE ON SCHEMA limits TO regress_rl_app;
+SET ROLE regress_rl_app;
+SELECT allowed FROM limits.rate_limit_request('u');
+SELECT name FROM limits.rate_limit_config;
+RESET ROLE;
+DROP EXTENSION pg_ratelimit;
+DROP SCHEMA limits;
+CREATE EXTENSION pg_ratelimit;
+
 REVOKE CREATE ON DATABASE :"db" FROM regress_rl_app;
 DROP ROLE regress_rl_app;
