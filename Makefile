@@ -7,6 +7,8 @@ OBJS = \
 	extension/core/fixed_window.o \
 	extension/core/token_bucket.o \
 	extension/core/validate.o \
+	extension/access_direct.o \
+	extension/access_sql.o \
 	extension/call_context.o \
 	extension/cleanup_function.o \
 	extension/clock.o \
@@ -17,8 +19,9 @@ OBJS = \
 	extension/limit_lock.o \
 	extension/module.o \
 	extension/request_functions.o \
-	extension/state_relations.o \
-	extension/state_table.o
+	extension/settle.o \
+	extension/state_access.o \
+	extension/state_relations.o
 DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "pg_ratelimit - transactional rate limiting"
 

@@ -90,7 +90,7 @@ Datum cleanup_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     // Checked first: the deletes below must not fire triggers as the owner (state_relations.hpp).
     require_usable_state_table(context.extension, context.schema);
-    extension_sql_begin(context.schema);
+    const int sql_token = extension_sql_begin(context.schema);
 
     int64 deleted = 0;
     if (!PG_ARGISNULL(0)) {
@@ -112,7 +112,7 @@ Datum cleanup_body(FunctionCallInfo fcinfo) {
             0, nullptr, nullptr, nullptr, false, SPI_OK_DELETE);
         deleted += static_cast<int64>(SPI_processed);
     }
-    extension_sql_end();
+    extension_sql_end(sql_token);
     PG_RETURN_INT64(deleted);
 }
 

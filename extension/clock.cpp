@@ -51,7 +51,6 @@ void clock_init() {
                                "Pins the clock pg_ratelimit uses (for deterministic tests only).",
                                "Empty (the default) means the server's real clock. Only superusers may set it.",
                                &fake_now_text, "", PGC_SUSET, 0, check_fake_now, assign_fake_now, nullptr);
-    MarkGUCPrefixReserved("pg_ratelimit");
 }
 
 TimestampTz clock_now() { return fake_now_set ? fake_now_value : GetCurrentTimestamp(); }

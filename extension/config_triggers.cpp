@@ -52,13 +52,13 @@ bool merge_into_existing(const TriggerData *trigger, HeapTuple row) {
         nulls[i] = isnull ? 'n' : ' ';
         types[i] = TupleDescAttr(desc, i)->atttypid;
     }
-    extension_sql_begin(RelationGetNamespace(trigger->tg_relation));
+    const int sql_token = extension_sql_begin(RelationGetNamespace(trigger->tg_relation));
     extension_sql_run(
         "UPDATE rate_limit_config SET algorithm = $2, rate = $3, period = $4, capacity = $5,"
         " max_reserved = $6, start = $7 WHERE name OPERATOR(pg_catalog.=) $1",
         CONFIG_COLUMNS, types, values, nulls, false, SPI_OK_UPDATE);
     const bool merged = SPI_processed > 0;
-    extension_sql_end();
+    extension_sql_end(sql_token);
     return merged;
 }
 

@@ -66,7 +66,7 @@ Datum define_body(FunctionCallInfo fcinfo) {
     }
     require_valid_limit(limit);
 
-    extension_sql_begin(context.schema);
+    const int sql_token = extension_sql_begin(context.schema);
 
     // Lock the existing definition (if any) to learn whether the algorithm changes.
     Oid name_type[] = {TEXTOID};
@@ -97,7 +97,7 @@ Datum define_body(FunctionCallInfo fcinfo) {
     // A key's two numbers mean different things under another algorithm: start those keys afresh.
     if (old_algorithm != nullptr && strcmp(old_algorithm, algorithm_name(limit.algorithm)) != 0)
         delete_all_keys(context, PointerGetDatum(name));
-    extension_sql_end();
+    extension_sql_end(sql_token);
     PG_RETURN_VOID();
 }
 
@@ -109,7 +109,7 @@ Datum drop_body(FunctionCallInfo fcinfo) {
     if (strcmp(name_string, DEFAULT_LIMIT_NAME) == 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("the default rate limit cannot be dropped"),
                         errhint("Redefine it with rate_limit_define('default', ...) instead.")));
-    extension_sql_begin(context.schema);
+    const int sql_token = extension_sql_begin(context.schema);
     Oid types[] = {TEXTOID};
     Datum values[] = {PointerGetDatum(name)};
     extension_sql_run("DELETE FROM rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1", 1, types, values, nullptr,
@@ -117,7 +117,7 @@ Datum drop_body(FunctionCallInfo fcinfo) {
     if (SPI_processed == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", name_string)));
     delete_all_keys(context, PointerGetDatum(name));
-    extension_sql_end();
+    extension_sql_end(sql_token);
     PG_RETURN_VOID();
 }
 

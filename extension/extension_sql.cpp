@@ -1,12 +1,14 @@
 #include "extension_sql.hpp"
 
+#include <initializer_list>
+
 namespace pg_ratelimit {
 namespace {
 
 struct StatementText {
     const char *sql;
     int nargs;
-    Oid argtypes[4];
+    Oid argtypes[6];
 };
 
 // Indexed by Statement.
@@ -22,15 +24,28 @@ constexpr StatementText TEXTS[] = {
      " WHERE name OPERATOR(pg_catalog.=) $1",
      1,
      {TEXTOID}},
+    {"SELECT value, ts FROM rate_limit_state"
+     " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2",
+     2,
+     {TEXTOID, TEXTOID}},
+    {"SELECT value, ts FROM rate_limit_state"
+     " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2 FOR NO KEY UPDATE",
+     2,
+     {TEXTOID, TEXTOID}},
+    {"UPDATE rate_limit_state SET value = $3, ts = $4"
+     " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
+     " AND value OPERATOR(pg_catalog.=) $5 AND ts OPERATOR(pg_catalog.=) $6",
+     6,
+     {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID}},
 };
 
-constexpr int STATEMENT_COUNT = static_cast<int>(Statement::select_limit) + 1;
+constexpr int STATEMENT_COUNT = static_cast<int>(Statement::update_state_if) + 1;
 static_assert(sizeof(TEXTS) / sizeof(TEXTS[0]) == STATEMENT_COUNT, "one text per Statement");
 SPIPlanPtr plans[STATEMENT_COUNT];
 
 }  // namespace
 
-void extension_sql_begin(Oid schema) {
+int extension_sql_begin(Oid schema, Scan scan) {
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
     OverrideSearchPath path;
     path.schemas = list_make1_oid(schema);
@@ -39,9 +54,15 @@ void extension_sql_begin(Oid schema) {
     path.generation = 0;
     PushOverrideSearchPath(&path);  // copies the list
     list_free(path.schemas);
+    if (scan == Scan::any) return 0;
+    const int nest_level = NewGUCNestLevel();
+    for (const char *setting : {"enable_seqscan", "enable_bitmapscan"})
+        (void)set_config_option(setting, "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+    return nest_level;
 }
 
-void extension_sql_end() {
+void extension_sql_end(int token) {
+    if (token != 0) AtEOXact_GUC(true, token);
     PopOverrideSearchPath();
     SPI_finish();
 }

@@ -20,19 +20,33 @@
 
 namespace pg_ratelimit {
 
+// What the statements between extension_sql_begin and _end scan.
+enum class Scan {
+    any,
+    // One key's row: plans must use an index, never a sequential or bitmap scan. A sequential scan, which
+    // the planner prefers on a small table, takes a serializable predicate lock on the whole relation,
+    // and with it every concurrent SERIALIZABLE transaction that writes any key would conflict with this
+    // one (40001 between unrelated keys). enable_seqscan and enable_bitmapscan are off meanwhile, so that
+    // any (re)planning of a kept plan chooses an index scan.
+    one_key,
+};
+
 // Connects SPI and puts the search path in place; every SPI call until extension_sql_end() runs there.
-// Nests (an inner pair inside an outer one). An ERROR in between needs no cleanup: SPI and the override
-// are both undone by the (sub)transaction abort.
-void extension_sql_begin(Oid schema);
-void extension_sql_end();
+// Nests (an inner pair inside an outer one). An ERROR in between needs no cleanup: SPI, the override and
+// the settings are all undone by the (sub)transaction abort. Returns what extension_sql_end needs.
+int extension_sql_begin(Oid schema, Scan scan = Scan::any);
+void extension_sql_end(int token);
 
 // The statements the extension keeps prepared for the life of the backend (prepared on first use,
 // between extension_sql_begin and _end). They hold no schema: a plan made for one schema is replanned
 // automatically if the extension is re-created in another one.
 enum class Statement {
-    insert_state,  // $1 limit_name, $2 key, $3 value, $4 ts; does nothing if the key exists
-    delete_state,  // $1 limit_name, $2 key
-    select_limit,  // $1 name -> algorithm, rate, period, capacity, max_reserved, start
+    insert_state,     // $1 limit_name, $2 key, $3 value, $4 ts; does nothing if the key exists
+    delete_state,     // $1 limit_name, $2 key
+    select_limit,     // $1 name -> algorithm, rate, period, capacity, max_reserved, start
+    select_state,     // $1 limit_name, $2 key -> value, ts
+    lock_state,       // the same, FOR NO KEY UPDATE
+    update_state_if,  // $1 limit_name, $2 key, $3 value, $4 ts; only if it holds $5 value, $6 ts
 };
 SPIPlanPtr extension_statement(Statement statement);
 

@@ -6,6 +6,7 @@
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
 #include "number_text.hpp"
+#include "state_access.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -86,14 +87,17 @@ core::Limit limit_lookup(Oid schema, const text *name) {
     memset(key, 0, sizeof(key));
     memcpy(key, VARDATA_ANY(name), size);
 
+    // YugabyteDB delivers invalidations to other nodes only for DDL, not for the relcache invalidation
+    // rate_limit_config's trigger queues on a change of its rows: there, every call reads the row.
+    const bool cached = !server_is_yugabytedb();
     HTAB *limits = cache_for(schema);
-    auto *hit = static_cast<CacheEntry *>(hash_search(limits, key, HASH_FIND, nullptr));
+    auto *hit = cached ? static_cast<CacheEntry *>(hash_search(limits, key, HASH_FIND, nullptr)) : nullptr;
     if (hit != nullptr) return hit->limit;
     core::Limit limit;
     // The latest snapshot, not the transaction's: see the header comment.
-    extension_sql_begin(schema);
+    const int sql_token = extension_sql_begin(schema);
     const bool found = limit_read(PointerGetDatum(name), GetLatestSnapshot(), &limit);
-    extension_sql_end();
+    extension_sql_end(sql_token);
     if (!found)
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", text_to_cstring(name)),

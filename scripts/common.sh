@@ -142,10 +142,11 @@ stop_all_clusters() {
 }
 
 # The main cluster of a script ("main"), with extra server options; exports its libpq environment.
-# CLUSTER_DIR is its directory.
+# CLUSTER_DIR is its directory. A second start_cluster (after stop_cluster) starts a fresh one.
 CLUSTER_DIR=
 start_cluster() {
     private_postgres
+    if [ -n "$CLUSTER_DIR" ]; then cluster_stop main; rm -rf "$CLUSTER_DIR"; fi
     cluster_init main
     CLUSTER_DIR=$(cluster_dir main)
     log "starting a throwaway PostgreSQL 15 cluster in $CLUSTER_DIR"

@@ -47,13 +47,17 @@ isolation() { make -C "$ROOT" -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= ||
 run_suite "unit tests (GoogleTest, no server)" count_ctest \
     ctest --test-dir "$ROOT/build" -L unit --no-tests=error --output-on-failure
 
-start_cluster
-run_suite "pg_regress" count_pg_regress regress
-run_suite "isolation tests" count_pg_regress isolation
-run_suite "server tests (GoogleTest: hammer, client library)" count_ctest \
-    ctest --test-dir "$ROOT/build" -L server --no-tests=error --output-on-failure
-run_suite "pg_dump / pg_restore" count_cases "$ROOT/test/dump_restore.sh"
-stop_cluster
+# Every server-side suite runs once per access path (extension/state_access.hpp), against a cluster
+# whose configuration sets it, so that every session of every role uses it; same expected results.
+for path in direct sql; do
+    start_cluster -c pg_ratelimit.access_path=$path
+    run_suite "pg_regress ($path path)" count_pg_regress regress
+    run_suite "isolation tests ($path path)" count_pg_regress isolation
+    run_suite "server tests: hammer, client library ($path path)" count_ctest \
+        ctest --test-dir "$ROOT/build" -L server --no-tests=error --output-on-failure
+    run_suite "pg_dump / pg_restore ($path path)" count_cases "$ROOT/test/dump_restore.sh"
+    stop_cluster
+done
 
 printf '\n%-58s %-7s %7s %7s\n' "suite" "result" "cases" "time"
 printf '%s\n' "${SUMMARY[@]}"

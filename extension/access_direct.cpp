@@ -1,6 +1,25 @@
-#include "state_table.hpp"
-
+// The direct access path (state_access.hpp): no SPI and no executor for an existing key. The key's row is
+// found through the hash index on limit_name || key (or the primary key while that index is unusable,
+// see state_relations.hpp), reading the heap page itself so that the page is pruned only when nearly
+// full, and checked for its limit and key; an update is done in place (usually HOT) through the table
+// access method. The table must therefore be a heap table. New keys are inserted with SQL (INSERT ... ON
+// CONFLICT DO NOTHING, extension_sql.hpp), whose speculative insertion is not worth re-implementing for
+// the first request of each key.
+//
+// What the executor would otherwise do, done here:
+// - visibility: reads use the transaction snapshot (a fresh one per statement under READ COMMITTED),
+//   with the current command id, so a call sees the writes of earlier calls in its transaction;
+// - concurrency: an update of a version that a concurrent transaction changed reports a lost race
+//   under READ COMMITTED (settle() retries, locking the latest version) and raises 40001 under
+//   REPEATABLE READ and SERIALIZABLE, exactly as UPDATE does; serializable predicate locks are taken by
+//   the index and heap access methods themselves;
+// - a non-HOT update inserts the new version into every index (the executor's routine).
+// The table has no triggers, rules or checks to fire (state_relations_open refuses a table with any);
+// the functions are SECURITY DEFINER, so no privilege check is due.
 #include <algorithm>
+
+#include "extension_sql.hpp"
+#include "state_access.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -13,14 +32,14 @@ bool same_text(Datum a, Datum b) {
 }
 
 // Whether the row fetched into the slot is the one of this limit and key.
-bool is_the_row(StateTable *table) {
+bool is_the_row(const DirectState *table, const StateTarget &target) {
     const StateColumns &columns = table->relations.columns;
     slot_getsomeattrs(table->slot, std::max(columns.key, columns.limit_name));
-    return same_text(table->slot->tts_values[columns.key - 1], table->key) &&
-           same_text(table->slot->tts_values[columns.limit_name - 1], table->limit_name);
+    return same_text(table->slot->tts_values[columns.key - 1], target.key) &&
+           same_text(table->slot->tts_values[columns.limit_name - 1], target.limit_name);
 }
 
-void read_slot(StateTable *table, core::State *state) {
+void read_slot(const DirectState *table, core::State *state) {
     const StateColumns &columns = table->relations.columns;
     slot_getallattrs(table->slot);
     state->value = DatumGetFloat8(table->slot->tts_values[columns.value - 1]);
@@ -57,7 +76,7 @@ void prune_if_nearly_full(Relation heap, Buffer buffer, Size row_bound) {
 // visible to the snapshot, stored in the slot with its buffer pinned (the slot is emptied otherwise).
 // heap_hot_search_buffer takes the serializable predicate lock and checks for conflicts. Sets *all_dead
 // when the whole chain is dead to everyone, so that the index scan can mark the entry dead.
-bool fetch_visible(StateTable *table, ItemPointerData tid, Snapshot snapshot, bool *all_dead) {
+bool fetch_visible(DirectState *table, ItemPointerData tid, Snapshot snapshot, bool *all_dead) {
     Relation heap = table->relations.heap;
     const Buffer buffer = ReadBuffer(heap, ItemPointerGetBlockNumber(&tid));
     prune_if_nearly_full(heap, buffer, table->row_bound);
@@ -95,34 +114,33 @@ void insert_index_entries(Relation heap, TupleTableSlot *slot) {
 
 // Makes the snapshot a statement would run with active: the transaction's (new per statement under
 // READ COMMITTED), seeing this transaction's writes up to the current command.
-void begin_attempt(StateTable *table) {
+void begin_attempt(DirectState *table) {
     if (table->snapshot_pushed) PopActiveSnapshot();
     PushActiveSnapshot(GetTransactionSnapshot());
     UpdateActiveSnapshotCommandId();
     table->snapshot_pushed = true;
 }
 
-void end_attempt(StateTable *table) {
+void end_attempt(DirectState *table) {
     if (table->snapshot_pushed) PopActiveSnapshot();
     table->snapshot_pushed = false;
 }
 
-}  // namespace
-
-void require_writable_transaction(const char *action) {
-    if (XactReadOnly)
-        ereport(ERROR,
-                (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION), errmsg("cannot %s in a read-only transaction", action),
-                 errhint("rate_limit_check works in read-only transactions.")));
-    PreventCommandIfParallelMode("rate_limit_request");
-}
-
-void state_table_open(Oid extension, Oid schema, Datum limit_name, Datum key, StateTable *table) {
-    state_relations_open(extension, schema, true, true, &table->relations);
+void direct_open(StateHandle *handle) {
+    DirectState *table = &handle->direct;
+    const Datum limit_name = handle->target.limit_name;
+    const Datum key = handle->target.key;
+    const bool forced = access_path_is_forced_direct();
+    state_relations_open(handle->target.extension, handle->target.schema, true, forced, &table->relations);
+    if (table->relations.heap->rd_tableam != GetHeapamTableAmRoutine()) {
+        // Only under pg_ratelimit.access_path = auto (direct refuses such a table above): hand over.
+        state_relations_close(&table->relations);
+        handle->access = &sql_access;
+        sql_access.open(handle);
+        return;
+    }
     table->snapshot_pushed = false;
     table->slot = table_slot_create(table->relations.heap, nullptr);
-    table->limit_name = limit_name;
-    table->key = key;
     table->row_bound = row_size_bound(limit_name, key);
     // The index's key and its "C" collation, that of both columns: the hash index's single key is
     // limit_name || key, the btree's two keys are the columns themselves.
@@ -140,13 +158,15 @@ void state_table_open(Oid extension, Oid schema, Datum limit_name, Datum key, St
     }
 }
 
-void state_table_close(StateTable *table) {
+void direct_close(StateHandle *handle) {
+    DirectState *table = &handle->direct;
     end_attempt(table);
     ExecDropSingleTupleTableSlot(table->slot);
     state_relations_close(&table->relations);
 }
 
-bool state_table_fetch(StateTable *table, core::State *state) {
+bool direct_fetch(StateHandle *handle, core::State *state) {
+    DirectState *table = &handle->direct;
     begin_attempt(table);
     const Snapshot snapshot = GetActiveSnapshot();
     IndexScanDesc scan =
@@ -162,7 +182,7 @@ bool state_table_fetch(StateTable *table, core::State *state) {
         bool all_dead = false;
         const bool visible = fetch_visible(table, *tid, snapshot, &all_dead);
         if (visible) pgstat_count_heap_fetch(table->relations.lookup);
-        found = visible && is_the_row(table);
+        found = visible && is_the_row(table, handle->target);
         // As index_fetch_heap does: a standby must not mark index entries dead.
         if (!scan->xactStartedInRecovery) scan->kill_prior_tuple = all_dead;
     }
@@ -171,7 +191,8 @@ bool state_table_fetch(StateTable *table, core::State *state) {
     return found;
 }
 
-bool state_table_lock_latest(StateTable *table, core::State *state) {
+bool direct_lock_latest(StateHandle *handle, core::State *state) {
+    DirectState *table = &handle->direct;
     ItemPointerData tid = table->slot->tts_tid;
     TM_FailureData failure;
     const TM_Result result =
@@ -191,7 +212,8 @@ bool state_table_lock_latest(StateTable *table, core::State *state) {
     pg_unreachable();
 }
 
-WriteResult state_table_update(StateTable *table, const core::State &next) {
+WriteResult direct_update(StateHandle *handle, const core::State &next) {
+    DirectState *table = &handle->direct;
     Relation heap = table->relations.heap;
     const StateColumns &columns = table->relations.columns;
     // The old row with value and ts replaced, as UPDATE ... SET value, ts would make it: columns a DBA
@@ -239,5 +261,16 @@ WriteResult state_table_update(StateTable *table, const core::State &next) {
     CommandCounterIncrement();
     return WriteResult::written;
 }
+
+// A new key's first row, with SQL (see the top of the file).
+bool direct_insert(StateHandle *handle, const core::State &next) {
+    end_attempt(&handle->direct);
+    return insert_state_row(handle->target, next);
+}
+
+}  // namespace
+
+const StateAccess direct_access = {"direct",      direct_open,   direct_fetch, direct_lock_latest,
+                                   direct_update, direct_insert, direct_close};
 
 }  // namespace pg_ratelimit

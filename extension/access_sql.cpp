@@ -1,0 +1,89 @@
+// The SQL access path (state_access.hpp): the key's row read, locked, updated and inserted with prepared,
+// kept SQL statements through SPI, and nothing else (no heap, index or buffer calls), so it runs on any
+// table access method and on YugabyteDB. The statements (extension_sql.cpp):
+//
+//   fetch        SELECT value, ts FROM rate_limit_state WHERE limit_name = $1 AND key = $2
+//   lock_latest  the same ... FOR NO KEY UPDATE
+//   update       UPDATE rate_limit_state SET value = $3, ts = $4
+//                 WHERE limit_name = $1 AND key = $2 AND value = $5 AND ts = $6
+//   insert       INSERT INTO rate_limit_state (limit_name, key, value, ts) VALUES ($1, $2, $3, $4)
+//                 ON CONFLICT (limit_name, key) DO NOTHING
+//
+// The update is a compare-and-set on the numbers the decision was made from: under READ COMMITTED, a row
+// that a concurrent transaction changed first no longer matches when PostgreSQL re-checks the WHERE
+// clause on its newest version, so the update reports 0 rows, a lost race, and settle() locks the newest
+// version with lock_latest and decides again; under REPEATABLE READ and SERIALIZABLE the UPDATE itself
+// raises 40001. Numbers are compared bit for bit: they are the ones just read.
+#include "extension_sql.hpp"
+#include "state_access.hpp"
+
+namespace pg_ratelimit {
+
+bool insert_state_row(const StateTarget &target, const core::State &next) {
+    const int sql_token = extension_sql_begin(target.schema);
+    Datum args[] = {target.limit_name, target.key, Float8GetDatum(next.value), TimestampTzGetDatum(next.ts)};
+    const int rc = SPI_execute_plan(extension_statement(Statement::insert_state), args, nullptr, false, 0);
+    if (rc != SPI_OK_INSERT)
+        elog(ERROR, "pg_ratelimit: inserting into rate_limit_state failed: %s", SPI_result_code_string(rc));
+    const bool inserted = SPI_processed == 1;
+    extension_sql_end(sql_token);
+    return inserted;
+}
+
+namespace {
+
+void sql_open(StateHandle *handle) {
+    // Checked as on the direct path: no triggers to fire as the owner, nothing requests cannot honour.
+    require_usable_state_table(handle->target.extension, handle->target.schema);
+    handle->sql.read_value = 0;
+    handle->sql.read_ts = 0;
+}
+
+// Runs the fetch or lock statement; the row's numbers into *state.
+bool read_row(StateHandle *handle, Statement statement, core::State *state) {
+    const int sql_token = extension_sql_begin(handle->target.schema, Scan::one_key);
+    Datum args[] = {handle->target.limit_name, handle->target.key};
+    const int rc = SPI_execute_plan(extension_statement(statement), args, nullptr, false, 1);
+    if (rc != SPI_OK_SELECT)
+        elog(ERROR, "pg_ratelimit: reading rate_limit_state failed: %s", SPI_result_code_string(rc));
+    const bool found = SPI_processed == 1;
+    if (found) {
+        bool isnull = false;
+        state->value = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+        state->ts = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+        handle->sql.read_value = state->value;
+        handle->sql.read_ts = state->ts;
+    }
+    extension_sql_end(sql_token);
+    return found;
+}
+
+bool sql_fetch(StateHandle *handle, core::State *state) { return read_row(handle, Statement::select_state, state); }
+
+bool sql_lock_latest(StateHandle *handle, core::State *state) { return read_row(handle, Statement::lock_state, state); }
+
+WriteResult sql_update(StateHandle *handle, const core::State &next) {
+    const int sql_token = extension_sql_begin(handle->target.schema, Scan::one_key);
+    Datum args[] = {handle->target.limit_name,
+                    handle->target.key,
+                    Float8GetDatum(next.value),
+                    TimestampTzGetDatum(next.ts),
+                    Float8GetDatum(handle->sql.read_value),
+                    TimestampTzGetDatum(handle->sql.read_ts)};
+    const int rc = SPI_execute_plan(extension_statement(Statement::update_state_if), args, nullptr, false, 0);
+    if (rc != SPI_OK_UPDATE)
+        elog(ERROR, "pg_ratelimit: updating rate_limit_state failed: %s", SPI_result_code_string(rc));
+    const bool written = SPI_processed == 1;
+    extension_sql_end(sql_token);
+    return written ? WriteResult::written : WriteResult::lost_race;
+}
+
+bool sql_insert(StateHandle *handle, const core::State &next) { return insert_state_row(handle->target, next); }
+
+void sql_close(StateHandle *) {}
+
+}  // namespace
+
+const StateAccess sql_access = {"sql", sql_open, sql_fetch, sql_lock_latest, sql_update, sql_insert, sql_close};
+
+}  // namespace pg_ratelimit

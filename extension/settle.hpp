@@ -1,0 +1,22 @@
+// One decision on one key, whatever the access path: read the key's row, let the core decide, write the
+// outcome (or insert the key's first row).
+//
+// - Denials and checks write nothing.
+// - If the write loses a race (READ COMMITTED only: a concurrent caller changed the row first, or
+//   inserted the key's first row), the next attempt locks the newest version and decides again, so
+//   concurrent callers on one key wait their turn and never fail.
+// - Under REPEATABLE READ and SERIALIZABLE a conflicting write raises 40001, as UPDATE does; the client
+//   library retries the transaction.
+#pragma once
+
+#include "core/limit.hpp"
+#include "state_access.hpp"
+
+namespace pg_ratelimit {
+
+enum class SettleMode { request, check, refund };
+
+core::Outcome settle(const StateTarget &target, const core::Limit &limit, SettleMode mode, double cost, bool reserve,
+                     core::Micros origin);
+
+}  // namespace pg_ratelimit

@@ -1,0 +1,103 @@
+// How a call reads and writes a key's row in rate_limit_state: one interface, one file per access path.
+//
+//   direct (access_direct.cpp)  the key's row found through an index and updated in place through the
+//                               table access method: PostgreSQL heap tables only, the fastest.
+//   sql    (access_sql.cpp)     prepared SQL through SPI and nothing else: works wherever the table is
+//                               not a heap table, in particular on YugabyteDB.
+//
+// settle() (settle.hpp) drives both the same way: fetch the row with the statement's snapshot, decide,
+// then update it compare-and-set (or insert it); under READ COMMITTED a lost race is followed by
+// lock_latest, which locks the newest version and reads it. Both paths behave as UPDATE does under
+// concurrency: waiting on a row lock under READ COMMITTED, 40001 on a concurrent update under REPEATABLE
+// READ and SERIALIZABLE.
+//
+// The path is chosen per call by state_access_for(), from the setting pg_ratelimit.access_path (auto,
+// direct, sql; superusers only, or roles granted SET on it) and, for auto, from the server and the
+// table's access method.
+#pragma once
+
+#include "core/limit.hpp"
+#include "postgres_headers.hpp"
+#include "state_relations.hpp"
+
+namespace pg_ratelimit {
+
+// The row a call is about.
+struct StateTarget {
+    Oid extension;
+    Oid schema;
+    Datum limit_name;
+    Datum key;
+};
+
+// The direct path's working state (access_direct.cpp).
+struct DirectState {
+    StateRelations relations;
+    TupleTableSlot *slot;  // the key's row after a successful fetch
+    Size row_bound;        // more than the key's row takes on a page
+    ScanKeyData lookup_keys[2];
+    int lookup_key_count;
+    bool snapshot_pushed;  // an attempt's snapshot is active, from its fetch to its write or close
+};
+
+// The SQL path's working state (access_sql.cpp).
+struct SqlState {
+    // The row's numbers as fetched or locked last: what the compare-and-set expects. (Not a core::State,
+    // whose default member initializers would make this union member non-trivial.)
+    double read_value;
+    core::Micros read_ts;
+};
+
+enum class WriteResult { written, lost_race };
+
+struct StateAccess;
+
+// One call's handle on its row. Plain data: the access paths keep nothing that needs a destructor.
+struct StateHandle {
+    const StateAccess *access;
+    StateTarget target;
+    union {
+        DirectState direct;
+        SqlState sql;
+    };
+};
+
+struct StateAccess {
+    const char *name;
+    void (*open)(StateHandle *handle);
+    // The key's row as the statement's snapshot sees it; false if it has none.
+    bool (*fetch)(StateHandle *handle, core::State *state);
+    // READ COMMITTED only: locks the newest version of the row and reads it; false if it was deleted.
+    bool (*lock_latest)(StateHandle *handle, core::State *state);
+    // Replaces the row's two numbers if it still holds what fetch or lock_latest read last; lost_race
+    // (READ COMMITTED) if a concurrent transaction changed or deleted it first. Raises 40001 under
+    // REPEATABLE READ and SERIALIZABLE, as UPDATE does.
+    WriteResult (*update)(StateHandle *handle, const core::State &next);
+    // Inserts the key's first row; false if a concurrent transaction inserted it first.
+    bool (*insert)(StateHandle *handle, const core::State &next);
+    void (*close)(StateHandle *handle);
+};
+
+extern const StateAccess direct_access;
+extern const StateAccess sql_access;
+
+// Inserts a key's first row with SQL (both paths do): false if a concurrent transaction inserted it first.
+bool insert_state_row(const StateTarget &target, const core::State &next);
+
+// Registers pg_ratelimit.access_path and detects the server kind.
+void state_access_init();
+
+// Whether this server is YugabyteDB (see state_access.cpp for how that is told).
+bool server_is_yugabytedb();
+
+// Opens a handle on the target's row with the access path the setting and the server call for.
+void state_access_open(const StateTarget &target, StateHandle *handle);
+
+// pg_ratelimit.access_path = direct: the direct path must refuse a table it cannot read, not hand over.
+bool access_path_is_forced_direct();
+
+// Refuses writes where the executor would: read-only transactions, hot standby, parallel mode. `action`
+// completes "cannot ... in a read-only transaction", e.g. "consume rate limit units".
+void require_writable_transaction(const char *action);
+
+}  // namespace pg_ratelimit
