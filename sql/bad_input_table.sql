@@ -1,0 +1,457 @@
+-- Bad input, as a table: every function, every argument, crossed with the awkward values of its type
+-- (NULL, NaN, infinities, -0, zero, tiny and huge numbers, over-long and odd-byte keys and names, unknown
+-- names, odd periods, algorithms and start times), the other arguments holding good values. Each row
+-- states what the call did: the SQLSTATE and message of its error, or 'ok' and its result. Valid values
+-- at the boundaries are in the table too, as controls that show the harness can pass.
+--
+-- Each case runs in its own savepoint, which is always rolled back: an error rolls it back anyway, and a
+-- valid call that wrote (a request, a definition, a drop) is undone after its effect has been recorded,
+-- so that the tables end byte-for-byte as they began. Besides the effect, each row shows how many rows
+-- the case inserted, updated or deleted (PostgreSQL's per-transaction counters, which keep counting the
+-- writes of rolled-back savepoints): an error must show none, since every bad input is refused before
+-- anything is written.
+SET timezone = 'UTC';
+SET datestyle = 'ISO';
+SET intervalstyle = 'postgres';
+SET extra_float_digits = 3;
+SET pg_ratelimit.fake_now = '2026-01-01 00:00:00+00';
+
+-- Known state: limits and keys whose rows the cases could touch. None of the keys is at full capacity,
+-- so that rate_limit_cleanup has something to judge and nothing to delete.
+SELECT name, algorithm FROM rate_limit_config ORDER BY name;
+SELECT count(*) AS state_rows FROM rate_limit_state;
+SELECT rate_limit_define('tb', rate => 10, period => '1 minute', max_reserved => 5);
+SELECT rate_limit_define('fw', rate => 5, period => '1 hour', algorithm => 'fixed_window',
+                         start => '2026-01-01 00:00:00+00');
+SELECT rate_limit_define(repeat('n', 128), rate => 3, period => '1 second');   -- the longest name
+SELECT allowed, remaining FROM rate_limit_request('half', 'tb', 5);
+SELECT allowed, remaining FROM rate_limit_request('debt', 'tb', 10);
+SELECT allowed, remaining, retry_after FROM rate_limit_request('debt', 'tb', 3, reserve => true);
+SELECT allowed, remaining FROM rate_limit_request(repeat('k', 1024), 'tb', 2);  -- the longest key
+SELECT allowed, remaining FROM rate_limit_request('used', 'fw', 2);
+SELECT allowed, remaining FROM rate_limit_request('half', repeat('n', 128), 1);
+
+-- Short, printable text for names and keys in the output: control and non-ASCII bytes escaped, long
+-- ones cut to their first bytes and their length.
+CREATE FUNCTION pg_temp.shown(value text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN octet_length(value) <= 20 THEN encode(convert_to(value, 'UTF8'), 'escape')
+                ELSE encode(convert_to(left(value, 4), 'UTF8'), 'escape') || '..(' || octet_length(value)
+                     || ' bytes)' END
+$$;
+
+-- Every row of both tables as one line, for showing what a valid call changed.
+CREATE FUNCTION pg_temp.table_lines() RETURNS text[] LANGUAGE sql AS $$
+    SELECT array(
+        SELECT format('limit %s(%s %s/%s cap %s res %s start %s)', pg_temp.shown(name), algorithm, rate, period,
+                      capacity, coalesce(max_reserved::text, '-'), coalesce(start::text, '-'))
+          FROM rate_limit_config
+        UNION ALL
+        SELECT format('key %s/%s=%s@%s', pg_temp.shown(limit_name), pg_temp.shown(key), value, ts)
+          FROM rate_limit_state)
+$$;
+
+CREATE FUNCTION pg_temp.changes(before text[], after text[]) RETURNS text LANGUAGE sql AS $$
+    SELECT string_agg(line, '; ' ORDER BY line) FROM (
+        SELECT '-' || l AS line FROM unnest(before) AS l WHERE l <> ALL (after)
+        UNION ALL
+        SELECT '+' || l FROM unnest(after) AS l WHERE l <> ALL (before)) AS changed
+$$;
+
+-- Rows inserted, updated and deleted so far in this transaction, in both tables (rolled-back savepoints
+-- included).
+CREATE FUNCTION pg_temp.write_counts() RETURNS bigint[] LANGUAGE sql AS $$
+    SELECT ARRAY[pg_stat_get_xact_tuples_inserted(c), pg_stat_get_xact_tuples_updated(c),
+                 pg_stat_get_xact_tuples_deleted(c), pg_stat_get_xact_tuples_inserted(s),
+                 pg_stat_get_xact_tuples_updated(s), pg_stat_get_xact_tuples_deleted(s)]
+      FROM (VALUES ('rate_limit_config'::regclass, 'rate_limit_state'::regclass)) AS t (c, s)
+$$;
+
+CREATE FUNCTION pg_temp.writes_between(before bigint[], after bigint[]) RETURNS text LANGUAGE sql AS $$
+    SELECT coalesce(string_agg(format('%s %s %s', tbl, after[i] - before[i], what), ', ' ORDER BY i), 'none')
+      FROM (VALUES (1, 'config', 'ins'), (2, 'config', 'upd'), (3, 'config', 'del'),
+                   (4, 'state', 'ins'), (5, 'state', 'upd'), (6, 'state', 'del')) AS w (i, tbl, what)
+     WHERE after[i] <> before[i]
+$$;
+
+-- Runs one case in a savepoint that is always rolled back: its SQLSTATE and message (and detail) if it
+-- fails, else 'ok', its result and what it changed before the rollback; and the rows it wrote either way.
+CREATE FUNCTION pg_temp.run_case(statement text, OUT outcome text, OUT detail text, OUT effect text,
+                                 OUT writes text) LANGUAGE plpgsql AS $$
+DECLARE
+    counts_before bigint[] := pg_temp.write_counts();
+    lines_before text[] := pg_temp.table_lines();
+    result text;
+    sqlstate_text text;
+    message text;
+BEGIN
+    BEGIN
+        EXECUTE statement INTO result;
+        outcome := 'ok' || coalesce(': ' || nullif(result, ''), '');
+        effect := pg_temp.changes(lines_before, pg_temp.table_lines());
+        RAISE SQLSTATE 'RBACK';  -- undo what the valid call wrote
+    EXCEPTION
+        WHEN SQLSTATE 'RBACK' THEN NULL;
+        WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS sqlstate_text = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
+                                    detail = PG_EXCEPTION_DETAIL;
+            outcome := sqlstate_text || ': ' || message;
+    END;
+    writes := pg_temp.writes_between(counts_before, pg_temp.write_counts());
+END
+$$;
+
+-- Long texts cut for the output, with their full length (a message that repeats a huge input shows).
+CREATE FUNCTION pg_temp.cut(value text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN length(value) <= 110 THEN value ELSE left(value, 90) || '..(' || length(value) || ' chars)' END
+$$;
+
+-- Byte-for-byte pictures of both tables: each row's text (floats exact, times in UTC), and each row's
+-- binary send format with its location and inserting transaction (a row rewritten to the same values
+-- would move or change xmin). xmax is left out: a rolled-back write leaves its transaction id there.
+CREATE FUNCTION pg_temp.table_pictures() RETURNS TABLE (tbl text, rows bigint, as_text text, as_bytes text)
+LANGUAGE sql AS $$
+    SELECT 'rate_limit_config', count(*), md5(string_agg(c::text, '|' ORDER BY c.name)),
+           md5(string_agg(concat_ws(',', c.ctid, c.xmin, textsend(c.name), textsend(c.algorithm),
+                                    float8send(c.rate), interval_send(c.period), float8send(c.capacity),
+                                    coalesce(float8send(c.max_reserved)::text, 'null'),
+                                    coalesce(timestamptz_send(c.start)::text, 'null')), '|' ORDER BY c.name))
+      FROM rate_limit_config c
+    UNION ALL
+    SELECT 'rate_limit_state', count(*),
+           md5(string_agg(concat_ws(',', s.limit_name, s.key, s.value::text, s.ts AT TIME ZONE 'UTC'), '|'
+                          ORDER BY s.limit_name, s.key)),
+           md5(string_agg(concat_ws(',', s.ctid, s.xmin, textsend(s.limit_name), textsend(s.key),
+                                    float8send(s.value), timestamptz_send(s.ts)), '|'
+                          ORDER BY s.limit_name, s.key))
+      FROM rate_limit_state s
+$$;
+
+-- What the limiter would decide for each known key (no limit cache may keep a rolled-back definition).
+CREATE FUNCTION pg_temp.decisions() RETURNS text LANGUAGE sql AS $$
+    SELECT string_agg(format('%s/%s %s', pg_temp.shown(l), pg_temp.shown(k), rate_limit_check(k, l)), E'\n'
+                      ORDER BY l, k)
+      FROM unnest(ARRAY['tb', 'fw', repeat('n', 128), 'default']) AS l,
+           unnest(ARRAY['half', 'debt', 'used', repeat('k', 1024), 'no_row']) AS k
+$$;
+
+CREATE TEMP TABLE pictures_before AS SELECT * FROM pg_temp.table_pictures();
+CREATE TEMP TABLE decisions_before AS SELECT pg_temp.decisions() AS decisions;
+SELECT tbl, rows FROM pictures_before ORDER BY tbl;
+
+-- Values stored in a table: TOAST compresses long compressible texts and moves incompressible ones out
+-- of line, and a length check must see through both.
+CREATE TEMP TABLE stored (label text, value text);
+INSERT INTO stored VALUES ('compressed', repeat('x', 5000)),
+                          ('out of line', (SELECT string_agg(md5(i::text), '') FROM generate_series(1, 20000) AS i));
+SELECT label, octet_length(value) AS bytes, pg_column_size(value) AS stored_bytes,
+       pg_column_compression(value) AS compression
+  FROM stored ORDER BY label;
+SELECT pg_relation_size(reltoastrelid) > 0 AS some_value_out_of_line FROM pg_class WHERE oid = 'stored'::regclass;
+
+-- The functions' arguments, with the good value each takes while another argument is varied.
+CREATE TEMP TABLE arguments (fn text, pos int, arg text, kind text, good text);
+INSERT INTO arguments VALUES
+    ('rate_limit_request', 1, 'key', 'key', $$'half'$$),
+    ('rate_limit_request', 2, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_request', 3, 'cost', 'float8', '1'),
+    ('rate_limit_request', 4, 'reserve', 'boolean', 'false'),
+    ('rate_limit_check', 1, 'key', 'key', $$'half'$$),
+    ('rate_limit_check', 2, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_check', 3, 'cost', 'float8', '1'),
+    ('rate_limit_refund', 1, 'key', 'key', $$'debt'$$),
+    ('rate_limit_refund', 2, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_refund', 3, 'cost', 'float8', '1'),
+    ('rate_limit_reset', 1, 'key', 'key', $$'half'$$),
+    ('rate_limit_reset', 2, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_define', 1, 'name', 'name', $$'new_limit'$$),
+    ('rate_limit_define', 2, 'rate', 'float8', '10'),
+    ('rate_limit_define', 3, 'period', 'interval', $$'1 minute'$$),
+    ('rate_limit_define', 4, 'algorithm', 'algorithm', $$'token_bucket'$$),
+    ('rate_limit_define', 5, 'capacity', 'float8', 'NULL'),
+    ('rate_limit_define', 6, 'max_reserved', 'float8', 'NULL'),
+    ('rate_limit_define', 7, 'start', 'timestamptz', 'NULL'),
+    ('rate_limit_drop', 1, 'name', 'name', $$'fw'$$),
+    ('rate_limit_cleanup', 1, 'limit_name', 'name', $$'tb'$$);
+
+-- The values of each kind: a label, the SQL expression, and a FROM clause for values read from a table.
+CREATE TEMP TABLE argument_values (kind text, n int, label text, expr text, from_clause text DEFAULT '');
+INSERT INTO argument_values (kind, n, label, expr) VALUES
+    ('key', 1, 'NULL', 'NULL'),
+    ('key', 2, 'empty', $$''$$),
+    ('key', 3, 'existing key', $$'half'$$),
+    ('key', 4, 'key without a row', $$'no_row'$$),
+    ('key', 5, 'trailing space', $$'half '$$),
+    ('key', 6, 'control byte \x01', $$E'\x01'$$),
+    ('key', 7, 'quotes', $$'it''s "q"'$$),
+    ('key', 8, 'backslashes', $$E'\\\\'$$),
+    ('key', 9, 'format codes %s%n', $$'%s%n'$$),
+    ('key', 10, '1024 bytes (existing)', $$repeat('k', 1024)$$),
+    ('key', 11, '1025 bytes', $$repeat('k', 1025)$$),
+    ('key', 12, '341 x 3-byte char + x: 1024 bytes', $$repeat(chr(8364), 341) || 'x'$$),
+    ('key', 13, '342 x 3-byte char: 1026 bytes', $$repeat(chr(8364), 342)$$),
+    ('key', 14, '256 x 4-byte char: 1024 bytes', $$repeat(chr(128512), 256)$$),
+    ('key', 15, '257 x 4-byte char: 1028 bytes', $$repeat(chr(128512), 257)$$),
+    ('key', 16, '1000000 bytes', $$repeat('k', 1000000)$$),
+    ('key', 19, 'invalid UTF-8 literal (PG)', $$E'\xff'$$),
+    ('key', 20, 'invalid UTF-8 bytes (PG)', $$convert_from('\xc3'::bytea, 'UTF8')$$),
+    ('key', 21, 'UTF-16 surrogate (PG)', $$chr(55296)$$),
+    ('name', 1, 'NULL', 'NULL'),
+    ('name', 2, 'empty', $$''$$),
+    ('name', 3, 'existing tb', $$'tb'$$),
+    ('name', 4, 'shipped default', $$'default'$$),
+    ('name', 5, 'TB (case differs)', $$'TB'$$),
+    ('name', 6, 'trailing space', $$'tb '$$),
+    ('name', 7, 'unknown', $$'no_such_limit'$$),
+    ('name', 8, 'control byte \x01', $$E'\x01'$$),
+    ('name', 9, 'double quotes', $$'"tb"'$$),
+    ('name', 10, 'backslash', $$E'\\'$$),
+    ('name', 11, 'format codes %s%n', $$'%s%n'$$),
+    ('name', 12, '128 bytes (existing)', $$repeat('n', 128)$$),
+    ('name', 13, '129 bytes', $$repeat('n', 129)$$),
+    ('name', 14, '42 x 3-byte + 2-byte: 128 bytes', $$repeat(chr(8364), 42) || chr(233)$$),
+    ('name', 15, '43 x 3-byte char: 129 bytes', $$repeat(chr(8364), 43)$$),
+    ('name', 16, '1000000 bytes', $$repeat('n', 1000000)$$),
+    ('name', 19, 'invalid UTF-8 literal (PG)', $$E'\xff'$$),
+    ('float8', 1, 'NULL', 'NULL'),
+    ('float8', 2, 'NaN', $$'NaN'$$),
+    ('float8', 3, 'Infinity', $$'Infinity'$$),
+    ('float8', 4, '-Infinity', $$'-Infinity'$$),
+    ('float8', 5, '-0', $$'-0'::float8$$),
+    ('float8', 6, '0', '0'),
+    ('float8', 7, '-1', '-1'),
+    ('float8', 8, '5e-324 (least double)', $$'5e-324'::float8$$),
+    ('float8', 9, '1e-300', $$'1e-300'::float8$$),
+    ('float8', 10, '1', '1'),
+    ('float8', 11, '10 (= capacity of tb)', '10'),
+    ('float8', 12, '10.000000000000002 (next double)', $$'10.000000000000002'::float8$$),
+    ('float8', 13, '10.0000000000001', $$'10.0000000000001'::float8$$),
+    ('float8', 14, '10.000000000001', $$'10.000000000001'::float8$$),
+    ('float8', 15, '1e12', $$'1e12'::float8$$),
+    ('float8', 16, '1000000000000.0001 (next double)', $$'1000000000000.0001'::float8$$),
+    ('float8', 17, '1e13', $$'1e13'::float8$$),
+    ('float8', 18, '1.7976931348623157e308 (max)', $$'1.7976931348623157e308'::float8$$),
+    ('interval', 1, 'NULL', 'NULL'),
+    ('interval', 2, '0', $$'0'::interval$$),
+    ('interval', 3, '-1 minute', $$'-1 minute'::interval$$),
+    ('interval', 4, '1 microsecond', $$'1 microsecond'::interval$$),
+    ('interval', 5, '1 minute', $$'1 minute'::interval$$),
+    ('interval', 6, '1 month', $$'1 month'::interval$$),
+    ('interval', 7, '1 year', $$'1 year'::interval$$),
+    ('interval', 8, '1 mon -30 days', $$'1 mon -30 days'::interval$$),
+    ('interval', 9, '1 day -86400 s (zero)', $$'1 day -86400 seconds'::interval$$),
+    ('interval', 10, '1 day -86399.999999 s (1 us)', $$'1 day -86399.999999 seconds'::interval$$),
+    ('interval', 11, '36600 days (max)', $$'36600 days'::interval$$),
+    ('interval', 12, '36600 days 1 us', $$'36600 days 00:00:00.000001'::interval$$),
+    ('interval', 13, '36601 days', $$'36601 days'::interval$$),
+    ('interval', 14, '2147483647 days', $$'2147483647 days'::interval$$),
+    ('interval', 15, '-2147483648 days', $$'-2147483648 days'::interval$$),
+    ('interval', 16, '2562047788 hours', $$'2562047788 hours'::interval$$),
+    ('interval', 17, '-2562047788 hours', $$'-2562047788 hours'::interval$$),
+    ('interval', 18, '178956970 years', $$'178956970 years'::interval$$),
+    ('interval', 19, 'infinity (PG 15 has none)', $$'infinity'::interval$$),
+    ('algorithm', 1, 'NULL', 'NULL'),
+    ('algorithm', 2, 'empty', $$''$$),
+    ('algorithm', 3, 'token_bucket', $$'token_bucket'$$),
+    ('algorithm', 4, 'fixed_window', $$'fixed_window'$$),
+    ('algorithm', 5, 'Token_Bucket', $$'Token_Bucket'$$),
+    ('algorithm', 6, 'FIXED_WINDOW', $$'FIXED_WINDOW'$$),
+    ('algorithm', 7, 'leading space', $$' token_bucket'$$),
+    ('algorithm', 8, 'trailing space', $$'token_bucket '$$),
+    ('algorithm', 9, 'leaky_bucket', $$'leaky_bucket'$$),
+    ('algorithm', 10, 'control byte \x01', $$E'\x01'$$),
+    ('algorithm', 11, '1000 bytes', $$repeat('a', 1000)$$),
+    ('timestamptz', 1, 'NULL', 'NULL'),
+    ('timestamptz', 2, '2026-01-01', $$'2026-01-01 00:00:00+00'::timestamptz$$),
+    ('timestamptz', 3, 'epoch', $$'epoch'::timestamptz$$),
+    ('timestamptz', 4, 'infinity', $$'infinity'::timestamptz$$),
+    ('timestamptz', 5, '-infinity', $$'-infinity'::timestamptz$$),
+    ('timestamptz', 6, '4713-01-01 BC (earliest)', $$'4713-01-01 00:00:00+00 BC'::timestamptz$$),
+    ('timestamptz', 7, '2000-01-01 + 3660000 days', $$'2000-01-01 00:00:00+00'::timestamptz + '3660000 days'$$),
+    ('timestamptz', 8, '... + 1 microsecond', $$'2000-01-01+00'::timestamptz + '3660000 days 00:00:00.000001'$$),
+    ('timestamptz', 9, '20000-01-01', $$'20000-01-01 00:00:00+00'::timestamptz$$),
+    ('timestamptz', 10, '294276-12-31 (latest)', $$'294276-12-31 23:59:59+00'::timestamptz$$),
+    ('boolean', 1, 'NULL', 'NULL'),
+    ('boolean', 2, 'false', 'false'),
+    ('boolean', 3, 'true', 'true');
+INSERT INTO argument_values VALUES
+    ('key', 17, 'compressed in a table: 5000 bytes', 'v.value', $$ FROM stored v WHERE v.label = 'compressed'$$),
+    ('key', 18, 'out of line in a table: 640000 bytes', 'v.value', $$ FROM stored v WHERE v.label = 'out of line'$$),
+    ('name', 17, 'compressed in a table: 5000 bytes', 'v.value', $$ FROM stored v WHERE v.label = 'compressed'$$),
+    ('name', 18, 'out of line in a table: 640000 bytes', 'v.value', $$ FROM stored v WHERE v.label = 'out of line'$$);
+
+-- The cases: each argument of each function crossed with the values of its kind, the other arguments
+-- good. Two exceptions keep a case meaningful: start is varied on a fixed window (on a token bucket any
+-- start is refused, see the extra cases), and reserve on the key in debt (on a key with enough units it
+-- changes nothing).
+CREATE TEMP TABLE cases (id serial, fn text, arg text, label text, statement text);
+INSERT INTO cases (fn, arg, label, statement)
+SELECT a.fn, a.arg, v.label,
+       format('SELECT %s(%s)::text%s', a.fn,
+              (SELECT string_agg(CASE WHEN o.pos = a.pos THEN v.expr
+                                      WHEN a.arg = 'start' AND o.arg = 'algorithm' THEN $$'fixed_window'$$
+                                      WHEN a.arg = 'reserve' AND o.arg = 'key' THEN $$'debt'$$
+                                      ELSE o.good END, ', ' ORDER BY o.pos)
+                 FROM arguments o WHERE o.fn = a.fn),
+              v.from_clause)
+  FROM arguments a JOIN argument_values v ON v.kind = a.kind
+ ORDER BY array_position(ARRAY['rate_limit_request', 'rate_limit_check', 'rate_limit_refund', 'rate_limit_reset',
+                               'rate_limit_define', 'rate_limit_drop', 'rate_limit_cleanup'], a.fn), a.pos, v.n;
+
+-- Extra cases: every argument NULL, and calls whose meaning depends on two arguments together.
+INSERT INTO cases (fn, arg, label, statement) VALUES
+    ('rate_limit_request', '(all)', 'all NULL', 'SELECT rate_limit_request(NULL, NULL, NULL, NULL)::text'),
+    ('rate_limit_check', '(all)', 'all NULL', 'SELECT rate_limit_check(NULL, NULL, NULL)::text'),
+    ('rate_limit_refund', '(all)', 'all NULL', 'SELECT rate_limit_refund(NULL, NULL, NULL)::text'),
+    ('rate_limit_reset', '(all)', 'all NULL', 'SELECT rate_limit_reset(NULL, NULL)::text'),
+    ('rate_limit_define', '(all)', 'all NULL',
+     'SELECT rate_limit_define(NULL, NULL, NULL, NULL, NULL, NULL, NULL)::text'),
+    ('rate_limit_drop', '(all)', 'all NULL', 'SELECT rate_limit_drop(NULL)::text'),
+    ('rate_limit_cleanup', '(all)', 'all NULL (all limits)', 'SELECT rate_limit_cleanup(NULL)::text'),
+    ('rate_limit_request', 'cost+reserve', '9 reserved beyond max_reserved',
+     $$SELECT rate_limit_request('debt', 'tb', 9, true)::text$$),
+    ('rate_limit_request', 'cost+reserve', '2 reserved within max_reserved',
+     $$SELECT rate_limit_request('debt', 'tb', 2, true)::text$$),
+    ('rate_limit_request', 'cost', '4 on fw (capacity 5, 3 left)', $$SELECT rate_limit_request('used', 'fw', 4)::text$$),
+    ('rate_limit_request', 'cost', '10.0000000000001 on a full key',
+     $$SELECT rate_limit_request('no_row', 'tb', 10.0000000000001)::text$$),
+    ('rate_limit_refund', 'cost', '10 on the key in debt', $$SELECT rate_limit_refund('debt', 'tb', 10)::text$$),
+    ('rate_limit_define', 'start', 'on a token bucket',
+     $$SELECT rate_limit_define('new_limit', 10, '1 minute', 'token_bucket', NULL, NULL, '2026-01-01+00')::text$$),
+    ('rate_limit_define', 'capacity', 'below the cost already held',
+     $$SELECT rate_limit_define('tb', 10, '1 minute', 'token_bucket', 1, 5, NULL)::text$$),
+    ('rate_limit_define', 'algorithm', 'tb becomes a fixed window',
+     $$SELECT rate_limit_define('tb', 10, '1 minute', 'fixed_window', NULL, 5, NULL)::text$$),
+    ('rate_limit_define', 'name', 'default redefined',
+     $$SELECT rate_limit_define('default', 1, '1 second')::text$$),
+    ('rate_limit_config_changed', '(none)', 'the trigger function called directly',
+     'SELECT rate_limit_config_changed()::text'),
+    ('rate_limit_config_row', '(none)', 'the trigger function called directly',
+     'SELECT rate_limit_config_row()::text');
+
+-- The harness itself: a call that writes and then fails must show its write (it is not counted as a case).
+CREATE FUNCTION pg_temp.write_then_fail() RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM rate_limit_request('half', 'tb');
+    RAISE division_by_zero;
+END
+$$;
+SELECT * FROM pg_temp.run_case('SELECT pg_temp.write_then_fail()');
+
+SELECT c.id, c.fn, c.arg, c.label, pg_temp.cut(r.outcome) AS outcome, pg_temp.cut(r.detail) AS detail, r.effect,
+       r.writes
+  INTO TEMP results
+  FROM cases c, pg_temp.run_case(c.statement) AS r
+ ORDER BY c.id;
+
+SELECT id, fn, arg, label, outcome, detail, effect, writes FROM results ORDER BY id;
+
+-- Valid extremes in use: a limit with the smallest or largest rate, period, capacity, reservation or
+-- start is defined and then requested from, refunded and checked (rolled back like every case).
+CREATE FUNCTION pg_temp.use_limit(rate float8, period interval, algorithm text, capacity float8,
+                                  max_reserved float8, start timestamptz, key text, costs float8[],
+                                  reserve boolean) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    cost float8;
+    steps text[] := '{}';
+BEGIN
+    PERFORM rate_limit_define('extreme', rate, period, algorithm, capacity, max_reserved, start);
+    FOREACH cost IN ARRAY costs LOOP
+        steps := steps || rate_limit_request(key, 'extreme', cost, reserve)::text;
+    END LOOP;
+    steps := steps || ('refund ' || rate_limit_refund(key, 'extreme', costs[1])::text);
+    steps := steps || ('check ' || rate_limit_check(key, 'extreme', costs[1])::text);
+    RETURN array_to_string(steps, ' ');
+END
+$$;
+
+CREATE TEMP TABLE extreme_cases (id serial, label text, statement text);
+INSERT INTO extreme_cases (label, statement) VALUES
+    ('rate 5e-324 per second, capacity = rate',
+     $$SELECT pg_temp.use_limit(5e-324, '1 second', 'token_bucket', NULL, NULL, NULL, 'k', '{5e-324,5e-324}', false)$$),
+    ('rate 5e-324 per 36600 days, capacity 1e12',
+     $$SELECT pg_temp.use_limit(5e-324, '36600 days', 'token_bucket', 1e12, NULL, NULL, 'k', '{1e12,1}', false)$$),
+    ('rate 1e-300 per microsecond, capacity 1e12',
+     $$SELECT pg_temp.use_limit(1e-300, '1 microsecond', 'token_bucket', 1e12, NULL, NULL, 'k', '{1e12,1}', false)$$),
+    ('rate 1e12 per microsecond',
+     $$SELECT pg_temp.use_limit(1e12, '1 microsecond', 'token_bucket', NULL, NULL, NULL, 'k', '{1e12,1e12,1}', false)$$),
+    ('capacity 5e-324, rate 1e12 per 36600 days',
+     $$SELECT pg_temp.use_limit(1e12, '36600 days', 'token_bucket', 5e-324, NULL, NULL, 'k', '{5e-324,5e-324}', false)$$),
+    ('max_reserved 1e12, reserve 1e12 twice',
+     $$SELECT pg_temp.use_limit(1, '36600 days', 'token_bucket', 1e12, 1e12, NULL, 'k', '{1e12,1e12,1e12}', true)$$),
+    ('max_reserved unlimited (Infinity), reserve 1e12 x3',
+     $$SELECT pg_temp.use_limit(1e-300, '36600 days', 'token_bucket', 1e12, 'Infinity', NULL, 'k',
+                                '{1e12,1e12,1e12}', true)$$),
+    ('max_reserved -0, reserve',
+     $$SELECT pg_temp.use_limit(1, '1 second', 'token_bucket', 1, '-0', NULL, 'k', '{1,1}', true)$$),
+    ('fixed window, 1 us windows from 4713 BC',
+     $$SELECT pg_temp.use_limit(1e12, '1 microsecond', 'fixed_window', NULL, NULL, '4713-01-01 00:00:00+00 BC', 'k',
+                                '{1e12,1e12}', false)$$),
+    ('fixed window, 36600-day windows from 2000 + 3660000 days',
+     $$SELECT pg_temp.use_limit(1, '36600 days', 'fixed_window', NULL, NULL,
+                                '2000-01-01+00'::timestamptz + '3660000 days', 'k', '{1,1}', false)$$),
+    ('fixed window, keyed 36600-day windows, 1024-byte key',
+     $$SELECT pg_temp.use_limit(5e-324, '36600 days', 'fixed_window', 1e12, NULL, NULL, repeat('k', 1024),
+                                '{1e12,1}', false)$$),
+    ('fixed window, rollover capacity 1e12, rate 5e-324',
+     $$SELECT pg_temp.use_limit(5e-324, '1 microsecond', 'fixed_window', 1e12, 1e12, NULL, 'k', '{1e12,1e12}',
+                                true)$$);
+
+SELECT e.id, e.label, r.outcome, r.writes
+  INTO TEMP extreme_results
+  FROM extreme_cases e, pg_temp.run_case(e.statement) AS r
+ ORDER BY e.id;
+SELECT id, label, outcome, writes FROM extreme_results ORDER BY id;
+
+-- NULL for an optional argument means its default: each pair of calls, one with NULL and one without the
+-- argument, gives the same result and leaves the same rows.
+CREATE TEMP TABLE null_pairs (fn text, arg text, with_null text, omitted text);
+INSERT INTO null_pairs VALUES
+    ('rate_limit_request', 'cost', $$SELECT rate_limit_request('half', 'tb', NULL)::text$$,
+     $$SELECT rate_limit_request('half', 'tb')::text$$),
+    ('rate_limit_request', 'reserve', $$SELECT rate_limit_request('debt', 'tb', 1, NULL)::text$$,
+     $$SELECT rate_limit_request('debt', 'tb', 1)::text$$),
+    ('rate_limit_check', 'cost', $$SELECT rate_limit_check('half', 'tb', NULL)::text$$,
+     $$SELECT rate_limit_check('half', 'tb')::text$$),
+    ('rate_limit_refund', 'cost', $$SELECT rate_limit_refund('debt', 'tb', NULL)::text$$,
+     $$SELECT rate_limit_refund('debt', 'tb')::text$$),
+    ('rate_limit_define', 'capacity', $$SELECT rate_limit_define('tb', 7, '1 minute', 'token_bucket', NULL)::text$$,
+     $$SELECT rate_limit_define('tb', 7, '1 minute', 'token_bucket')::text$$),
+    ('rate_limit_define', 'max_reserved',
+     $$SELECT rate_limit_define('tb', 10, '1 minute', 'token_bucket', 10, NULL)::text$$,
+     $$SELECT rate_limit_define('tb', 10, '1 minute', 'token_bucket', 10)::text$$),
+    ('rate_limit_define', 'start',
+     $$SELECT rate_limit_define('fw', 5, '1 hour', 'fixed_window', NULL, NULL, NULL)::text$$,
+     $$SELECT rate_limit_define('fw', 5, '1 hour', 'fixed_window')::text$$),
+    ('rate_limit_cleanup', 'limit_name', $$SELECT rate_limit_cleanup(NULL)::text$$,
+     $$SELECT rate_limit_cleanup()::text$$);
+SELECT p.fn, p.arg, n.outcome AS with_null, n.effect AS effect_with_null,
+       (n.outcome, n.effect, n.writes) IS NOT DISTINCT FROM (o.outcome, o.effect, o.writes) AS same_as_omitted
+  FROM null_pairs p, pg_temp.run_case(p.with_null) AS n, pg_temp.run_case(p.omitted) AS o
+ ORDER BY p.fn, p.arg;
+
+-- The count, by function and in all.
+SELECT fn, count(*) AS cases, count(*) FILTER (WHERE outcome NOT LIKE 'ok%') AS errors,
+       count(*) FILTER (WHERE outcome LIKE 'ok%') AS ok
+  FROM results GROUP BY ROLLUP (fn)
+ ORDER BY fn IS NULL, array_position(ARRAY['rate_limit_request', 'rate_limit_check', 'rate_limit_refund',
+                                           'rate_limit_reset', 'rate_limit_define', 'rate_limit_drop',
+                                           'rate_limit_cleanup', 'rate_limit_config_changed',
+                                           'rate_limit_config_row'], fn);
+SELECT count(*) AS extreme_cases, count(*) FILTER (WHERE outcome LIKE 'ok%') AS ok FROM extreme_results;
+-- Errors by SQLSTATE (22021, 22007, 54000 and 0A000 are PostgreSQL's own, raised before the function runs).
+SELECT left(outcome, 5) AS sqlstate, count(*) FROM results WHERE outcome NOT LIKE 'ok%'
+ GROUP BY 1 ORDER BY 1;
+-- No error wrote anything, and no error is an internal one.
+SELECT count(*) AS errors_that_wrote FROM results WHERE outcome NOT LIKE 'ok%' AND writes <> 'none';
+SELECT count(*) AS internal_errors FROM results WHERE outcome LIKE 'XX%';
+
+-- Both tables are byte-for-byte as before, and every known key gets the same decision.
+SELECT b.tbl, a.rows, (a.rows, a.as_text, a.as_bytes) = (b.rows, b.as_text, b.as_bytes) AS unchanged
+  FROM pictures_before b JOIN pg_temp.table_pictures() a USING (tbl) ORDER BY tbl;
+SELECT decisions = pg_temp.decisions() AS same_decisions FROM decisions_before;
+
+SELECT rate_limit_drop('tb');
+SELECT rate_limit_drop('fw');
+SELECT rate_limit_drop(repeat('n', 128));
+SELECT count(*) AS state_rows FROM rate_limit_state;
+RESET pg_ratelimit.fake_now;
