@@ -2,7 +2,7 @@
 
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
-#include "number_text.hpp"
+#include "message_text.hpp"
 
 namespace pg_ratelimit {
 namespace {

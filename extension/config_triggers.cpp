@@ -21,18 +21,39 @@
 namespace pg_ratelimit {
 namespace {
 
-const TriggerData *trigger_data(FunctionCallInfo fcinfo, const char *name) {
-    if (!CALLED_AS_TRIGGER(fcinfo)) elog(ERROR, "%s: not called as a trigger", name);
-    return reinterpret_cast<const TriggerData *>(fcinfo->context);
+constexpr int CONFIG_COLUMNS = 7;  // name, algorithm, rate, period, capacity, max_reserved, start
+
+[[noreturn]] void misuse(const char *name, const char *how) {
+    ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED), errmsg("%s %s", name, how),
+                    errhint("It is a trigger function of pg_ratelimit's own rate_limit_config.")));
+    pg_unreachable();
+}
+
+// The trigger data, after checking that the function fires as the install script attached it: on the
+// extension's own rate_limit_config (the extension of the function itself), whose first column is the
+// name. Any other use is refused: the functions are not meant for other tables, and the row trigger
+// reads and locks by the first column.
+const TriggerData *trigger_data(FunctionCallInfo fcinfo, const char *name, bool before_row) {
+    if (!CALLED_AS_TRIGGER(fcinfo)) misuse(name, "was not called as a trigger");
+    const auto *trigger = reinterpret_cast<const TriggerData *>(fcinfo->context);
+    const Relation relation = trigger->tg_relation;
+    const Oid extension = getExtensionOfObject(ProcedureRelationId, fcinfo->flinfo->fn_oid);
+    if (!OidIsValid(extension) || getExtensionOfObject(RelationRelationId, RelationGetRelid(relation)) != extension ||
+        strcmp(RelationGetRelationName(relation), "rate_limit_config") != 0 ||
+        RelationGetDescr(relation)->natts != CONFIG_COLUMNS ||
+        TupleDescAttr(RelationGetDescr(relation), 0)->atttypid != TEXTOID)
+        misuse(name, "fired on another table than the extension's rate_limit_config");
+    const TriggerEvent event = trigger->tg_event;
+    if (before_row && (!TRIGGER_FIRED_BEFORE(event) || !TRIGGER_FIRED_FOR_ROW(event)))
+        misuse(name, "must fire BEFORE ... FOR EACH ROW");
+    return trigger;
 }
 
 Datum config_changed_body(FunctionCallInfo fcinfo) {
-    const TriggerData *trigger = trigger_data(fcinfo, "rate_limit_config_changed");
+    const TriggerData *trigger = trigger_data(fcinfo, "rate_limit_config_changed()", false);
     CacheInvalidateRelcacheByRelid(RelationGetRelid(trigger->tg_relation));
     return PointerGetDatum(nullptr);
 }
-
-constexpr int CONFIG_COLUMNS = 7;  // name, algorithm, rate, period, capacity, max_reserved, start
 
 const text *name_of(const TriggerData *trigger, HeapTuple row) {
     bool isnull = false;
@@ -63,11 +84,8 @@ bool merge_into_existing(const TriggerData *trigger, HeapTuple row) {
 }
 
 Datum config_row_body(FunctionCallInfo fcinfo) {
-    const TriggerData *trigger = trigger_data(fcinfo, "rate_limit_config_row");
+    const TriggerData *trigger = trigger_data(fcinfo, "rate_limit_config_row()", true);
     const TriggerEvent event = trigger->tg_event;
-    if (!TRIGGER_FIRED_BEFORE(event) || !TRIGGER_FIRED_FOR_ROW(event) ||
-        RelationGetDescr(trigger->tg_relation)->natts != CONFIG_COLUMNS)
-        elog(ERROR, "rate_limit_config_row: must fire BEFORE ... FOR EACH ROW on rate_limit_config");
     HeapTuple old_row = TRIGGER_FIRED_BY_INSERT(event) ? nullptr : trigger->tg_trigtuple;
     HeapTuple new_row = TRIGGER_FIRED_BY_INSERT(event)   ? trigger->tg_trigtuple
                         : TRIGGER_FIRED_BY_UPDATE(event) ? trigger->tg_newtuple

@@ -76,15 +76,18 @@ Datum define_body(FunctionCallInfo fcinfo) {
     const char *old_algorithm =
         SPI_processed == 1 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : nullptr;
 
+    // One spelling per meaning: unlimited reservations are stored as NULL (never 'Infinity'), none as 0
+    // (never -0).
+    const bool unlimited = std::isinf(limit.max_reserved);
     Oid types[] = {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID, TIMESTAMPTZOID};
     Datum values[] = {PointerGetDatum(name),
                       CStringGetTextDatum(algorithm_name(limit.algorithm)),
                       Float8GetDatum(limit.rate),
                       PG_GETARG_DATUM(2),
                       Float8GetDatum(limit.capacity),
-                      PG_ARGISNULL(5) ? 0 : PG_GETARG_DATUM(5),
+                      Float8GetDatum(unlimited ? 0 : limit.max_reserved + 0.0),
                       PG_ARGISNULL(6) ? 0 : PG_GETARG_DATUM(6)};
-    const char nulls[] = {' ', ' ', ' ', ' ', ' ', PG_ARGISNULL(5) ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' '};
+    const char nulls[] = {' ', ' ', ' ', ' ', ' ', unlimited ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' '};
     // The row trigger turns the insert of an existing name into an update of its row; ON CONFLICT covers a
     // concurrent first definition of the same name.
     extension_sql_run(
@@ -104,7 +107,7 @@ Datum define_body(FunctionCallInfo fcinfo) {
 // rate_limit_drop(name): removes the limit and the state of all its keys.
 Datum drop_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
-    text *name = required_text_arg(fcinfo, 0, "name");
+    text *name = limit_name_arg(fcinfo, 0);
     const char *name_string = text_to_cstring(name);
     if (strcmp(name_string, DEFAULT_LIMIT_NAME) == 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("the default rate limit cannot be dropped"),

@@ -5,7 +5,7 @@
 
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
-#include "number_text.hpp"
+#include "message_text.hpp"
 #include "state_access.hpp"
 
 namespace pg_ratelimit {
@@ -112,7 +112,8 @@ core::Limit limit_lookup(Oid schema, const text *name) {
 core::Algorithm algorithm_from_text(const char *name) {
     if (strcmp(name, "token_bucket") == 0) return core::Algorithm::token_bucket;
     if (strcmp(name, "fixed_window") == 0) return core::Algorithm::fixed_window;
-    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown rate limit algorithm \"%s\"", name),
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                    errmsg("unknown rate limit algorithm \"%s\"", clipped_text(name)),
                     errhint("Use 'token_bucket' or 'fixed_window'.")));
     pg_unreachable();
 }

@@ -118,4 +118,6 @@ REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, tex
                        @extschema@.rate_limit_refund(text, text, float8),
                        @extschema@.rate_limit_reset(text, text),
                        @extschema@.rate_limit_cleanup(text) FROM PUBLIC;
+-- The trigger functions are for the extension's own table (firing a trigger checks no privilege).
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_config_changed(), @extschema@.rate_limit_config_row() FROM PUBLIC;
 GRANT SELECT ON @extschema@.rate_limit_config TO PUBLIC;

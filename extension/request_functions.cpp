@@ -6,7 +6,7 @@
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "limit_cache.hpp"
-#include "number_text.hpp"
+#include "message_text.hpp"
 #include "settle.hpp"
 #include "state_relations.hpp"
 

@@ -55,6 +55,22 @@ SELECT key, value, ts > '2020-01-01' AS real_clock FROM rate_limit_state WHERE l
 
 SELECT rate_limit_drop('priv');
 
+-- The trigger functions belong to rate_limit_config: nobody else may attach them, and where a superuser
+-- does, they refuse to fire (39P01) instead of reading another table's rows as limits.
+SET ROLE regress_rl_app;
+CREATE TEMP TABLE seven (a int, b int, c int, d int, e int, f int, g int);
+CREATE TRIGGER t BEFORE INSERT ON seven FOR EACH ROW EXECUTE FUNCTION rate_limit_config_row();
+DROP TABLE seven;
+RESET ROLE;
+CREATE TEMP TABLE seven_admin (a int, b int, c int, d int, e int, f int, g int);
+CREATE TRIGGER t BEFORE INSERT ON seven_admin FOR EACH ROW EXECUTE FUNCTION rate_limit_config_row();
+INSERT INTO seven_admin VALUES (1, 2, 3, 4, 5, 6, 7);
+CREATE TRIGGER u AFTER INSERT ON seven_admin FOR EACH STATEMENT EXECUTE FUNCTION rate_limit_config_changed();
+DROP TRIGGER t ON seven_admin;
+INSERT INTO seven_admin VALUES (1, 2, 3, 4, 5, 6, 7);
+SELECT rate_limit_config_row();
+DROP TABLE seven_admin;
+
 -- In a schema of its own (which must exist first), callers need USAGE on that schema.
 DROP EXTENSION pg_ratelimit;
 CREATE EXTENSION pg_ratelimit SCHEMA limits;

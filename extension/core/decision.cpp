@@ -27,6 +27,12 @@ Micros time_to_gain(const Limit &limit, double units, Micros now, Micros at, Mic
     return std::min(saturating_add(wait, saturating_sub(at, now)), MAX_DURATION);
 }
 
+// Whether storing next changes anything (a key without a row always needs one). A cost too small to move
+// the balance at the same instant leaves the row as it is: no new row version for nothing.
+bool changes(const State *stored, const State &next) noexcept {
+    return stored == nullptr || stored->value != next.value || stored->ts != next.ts;
+}
+
 }  // namespace
 
 std::uint64_t key_hash(const char *data, std::size_t size) noexcept {
@@ -81,17 +87,19 @@ Outcome request(const Limit &limit, const State *stored, Micros now, double cost
     const Level level = level_of(limit, stored, now, origin);
     const double after = level.value - cost;
     const double tol = tolerance(limit);
+    // "Unlimited" reservations still keep the debt within MAX_UNITS, like every other figure.
+    const double max_debt = std::min(limit.max_reserved, MAX_UNITS);
     Outcome out;
-    if (after >= -tol || (reserve && -after <= limit.max_reserved + tol)) {
+    if (after >= -tol || (reserve && -after <= max_debt + tol)) {
         out.allowed = true;
-        out.write = true;
         out.next = {after, level.at};
+        out.write = changes(stored, out.next);
         out.balance = after;
         out.retry_after = time_to_gain(limit, -after, now, level.at, origin);
     } else {
         // Denied: the request succeeds once the balance covers the cost (minus the debt a
         // reservation may take on).
-        const double allowed_debt = reserve ? limit.max_reserved : 0;
+        const double allowed_debt = reserve ? max_debt : 0;
         out.balance = level.value;
         out.retry_after = time_to_gain(limit, cost - allowed_debt - level.value, now, level.at, origin);
     }
@@ -108,8 +116,8 @@ Outcome refund(const Limit &limit, const State *stored, Micros now, double cost,
     Outcome out;
     out.allowed = true;
     out.balance = std::min(level.value + cost, limit.capacity);
-    out.write = stored != nullptr;
     out.next = {out.balance, level.at};
+    out.write = stored != nullptr && changes(stored, out.next);
     out.retry_after = time_to_gain(limit, -out.balance, now, level.at, origin);
     out.reset_after = time_to_gain(limit, limit.capacity - out.balance, now, level.at, origin);
     return out;

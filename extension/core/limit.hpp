@@ -27,7 +27,7 @@ struct Limit {
     double rate = 0;          // units added per period
     Micros period = 0;        // > 0
     double capacity = 0;      // the most that can accumulate; > 0
-    double max_reserved = 0;  // deepest debt a reservation may create; +infinity when unlimited
+    double max_reserved = 0;  // deepest debt a reservation may create; +infinity: up to MAX_UNITS
     bool has_start = false;   // fixed window only: windows start at start + k * period
     Micros start = 0;
 };
@@ -42,7 +42,7 @@ struct State {
 
 struct Outcome {
     bool allowed = false;
-    bool write = false;      // next differs from the stored state and must be written
+    bool write = false;      // next differs from the stored state (or there is none) and must be written
     State next{};            // the state to store when write is true
     double balance = 0;      // units available after the call; negative while in debt
     Micros retry_after = 0;  // 0 when allowed now; see algorithms.hpp for the exact meaning

@@ -202,13 +202,42 @@ TEST(DurationClamp, TinyRateOverTheLongestPeriod) {
 TEST(DurationClamp, HugeDebt) {
     for (const Algorithm algorithm : {Algorithm::token_bucket, Algorithm::fixed_window}) {
         const Limit limit = Make(algorithm, 1e-3, MAX_PERIOD, 1, kInf);
-        const State stored{-MAX_UNITS, kT0};
+        const State stored{-(MAX_UNITS - 1), kT0};
         const Outcome out = request(limit, &stored, kT0, 1, true, 0);
         EXPECT_TRUE(out.allowed);
+        EXPECT_EQ(out.balance, -MAX_UNITS);
         EXPECT_EQ(out.retry_after, MAX_DURATION);
         EXPECT_EQ(out.reset_after, MAX_DURATION);
         EXPECT_TRUE(std::isfinite(out.balance));
     }
+}
+
+// "Unlimited" reservations (max_reserved = +infinity) still stop at a debt of MAX_UNITS, like every other
+// figure: deeper debts would lose the precision of small costs and refunds.
+TEST(DurationClamp, UnlimitedReservationsStopAtMaxUnits) {
+    for (const Algorithm algorithm : {Algorithm::token_bucket, Algorithm::fixed_window}) {
+        const Limit limit = Make(algorithm, 1, kSec, 10, kInf);
+        const State stored{-MAX_UNITS, kT0};
+        const Outcome out = request(limit, &stored, kT0, 1, true, 0);
+        EXPECT_FALSE(out.allowed);
+        EXPECT_FALSE(out.write);
+        const Outcome fits = request(limit, &stored, kT0 + kSec, 1, true, 0);  // one unit repaid meanwhile
+        EXPECT_TRUE(fits.allowed);
+        EXPECT_GE(fits.balance, -MAX_UNITS - tolerance(limit));
+    }
+}
+
+// A call that would store exactly what the row holds writes nothing (no new row version for nothing):
+// a cost too small to move the balance, or a refund of a full key at the same instant.
+TEST(WriteFlag, NothingToWriteWhenTheRowWouldNotChange) {
+    const Limit limit = Make(Algorithm::token_bucket, 10, kSec, 10, kInf);
+    const State half{5, kT0};
+    EXPECT_FALSE(request(limit, &half, kT0, 5e-324, false, 0).write);
+    EXPECT_FALSE(request(limit, &half, kT0, 1e-300, true, 0).write);
+    EXPECT_TRUE(request(limit, &half, kT0, 1, false, 0).write);
+    const State full{10, kT0};
+    EXPECT_FALSE(refund(limit, &full, kT0, 1, 0).write);
+    EXPECT_TRUE(request(limit, nullptr, kT0, 5e-324, false, 0).write);  // a new key always gets its row
 }
 
 TEST(DurationClamp, ClampDuration) {

@@ -363,7 +363,8 @@ TEST_P(Durations, RefundFields) {
         const Outcome out = refund(c.s.limit, &c.stored, c.now, c.cost, c.s.origin);
         const Level level = LevelAt(c.s, c.stored, c.now);
         const double tol = tolerance(c.s.limit);
-        bool ok = out.allowed && out.write && out.balance <= c.s.limit.capacity &&
+        const bool changed = out.next.value != c.stored.value || out.next.ts != c.stored.ts;
+        bool ok = out.allowed && out.write == changed && out.balance <= c.s.limit.capacity &&
                   out.balance == std::min(level.value + c.cost, c.s.limit.capacity) && out.next.ts == level.at;
         ok = ok && ((out.balance >= -tol) == (out.retry_after == 0));
         EXPECT_TRUE(ok) << Describe(c) << " balance=" << out.balance << " retry_after=" << out.retry_after;
