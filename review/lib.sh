@@ -17,8 +17,8 @@ q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$REVIEW_DB" "$@"; }
 q_any() { psql -X -q -At -d "$REVIEW_DB" "$@" 2>&1; }
 
 wait_for_server() {
-    local i
-    for i in $(seq 1 60); do
+    local _
+    for _ in $(seq 1 60); do
         pg_isready -q -d postgres && psql -X -q -At -d postgres -c 'SELECT 1' >/dev/null 2>&1 && return 0
         sleep 1
     done

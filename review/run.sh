@@ -9,7 +9,7 @@ build_and_install_extension
 start_cluster -c max_prepared_transactions=2
 export SERVER_LOG=$CLUSTER_DIR/server.log
 
-cd "$here"
+cd "$here" || exit 1
 scripts=("$@")
 [ ${#scripts[@]} -eq 0 ] && scripts=(f*.sh held_attacks.sh)
 results=()
