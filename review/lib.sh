@@ -1,0 +1,55 @@
+# Shared by the review scripts. Each script is a minimal reproduction of one finding against the server
+# of the libpq environment (PGHOST etc.; review/run.sh starts a throwaway one). It works in a database
+# and roles of its own, removed at exit, and ends with one line:
+#   REPRODUCED: <what>   (exit 1): the defect is present
+#   holds: <what>        (exit 0): the defect is gone
+# SERVER_LOG, if set, is the server's log: crashes are detected there ("terminated by signal").
+# shellcheck shell=bash
+set -uo pipefail
+
+REVIEW_DB=${REVIEW_DB:-review_$(basename "$0" .sh)}
+export PGDATABASE=$REVIEW_DB
+REVIEW_ROLES=()
+
+# psql as the superuser, in the review database; extra arguments go to psql.
+q() { psql -X -q -At -v ON_ERROR_STOP=1 -d "$REVIEW_DB" "$@"; }
+# The same, but errors do not stop the script (their text is part of the output).
+q_any() { psql -X -q -At -d "$REVIEW_DB" "$@" 2>&1; }
+
+wait_for_server() {
+    local _
+    for _ in $(seq 1 60); do
+        pg_isready -q -d postgres && psql -X -q -At -d postgres -c 'SELECT 1' >/dev/null 2>&1 && return 0
+        sleep 1
+    done
+    echo "server did not come back" >&2
+    return 1
+}
+
+cleanup_review() {
+    wait_for_server || return 0
+    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $REVIEW_DB WITH (FORCE)" >/dev/null 2>&1
+    local role
+    for role in "${REVIEW_ROLES[@]}"; do psql -X -q -d postgres -c "DROP ROLE IF EXISTS $role" >/dev/null 2>&1; done
+}
+
+# setup_review [ROLE...]: a fresh database with the extension in public, and login roles.
+setup_review() {
+    local role
+    trap cleanup_review EXIT
+    psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $REVIEW_DB WITH (FORCE)" >/dev/null 2>&1
+    for role in "$@"; do
+        REVIEW_ROLES+=("$role")
+        psql -X -q -d postgres -c "DROP ROLE IF EXISTS $role" >/dev/null 2>&1
+        psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE ROLE $role LOGIN" >/dev/null
+    done
+    psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $REVIEW_DB" >/dev/null
+    q -c "CREATE EXTENSION pg_ratelimit" >/dev/null
+}
+
+crash_count() {
+    if [ -n "${SERVER_LOG:-}" ] && [ -r "$SERVER_LOG" ]; then grep -c 'terminated by signal' "$SERVER_LOG"; else echo 0; fi
+}
+
+reproduced() { echo "REPRODUCED: $*"; exit 1; }
+holds() { echo "holds: $*"; exit 0; }
