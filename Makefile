@@ -12,8 +12,10 @@ OBJS = \
 	extension/call_context.o \
 	extension/cleanup_function.o \
 	extension/clock.o \
+	extension/config_relation.o \
 	extension/config_triggers.o \
 	extension/define_functions.o \
+	extension/extension_event_trigger.o \
 	extension/extension_sql.o \
 	extension/limit_cache.o \
 	extension/limit_lock.o \
@@ -21,7 +23,8 @@ OBJS = \
 	extension/request_functions.o \
 	extension/settle.o \
 	extension/state_access.o \
-	extension/state_relations.o
+	extension/state_relations.o \
+	extension/table_checks.o
 DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "pg_ratelimit - transactional rate limiting"
 

@@ -37,6 +37,12 @@ void call_context_init() {
 }
 
 CallContext call_context(FunctionCallInfo fcinfo, bool returns_decision) {
+    // The functions are PARALLEL UNSAFE; only a wrapper wrongly marked safe gets here in parallel mode,
+    // where reading the latest definitions (GetLatestSnapshot) and writing are both impossible.
+    if (IsInParallelMode())
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("pg_ratelimit functions cannot run in parallel mode"),
+                 errhint("Do not mark functions that call them PARALLEL SAFE or RESTRICTED.")));
     AcceptInvalidationMessages();  // cheap when there are none: one unlocked flag test
     const Oid function = fcinfo->flinfo->fn_oid;
     for (int i = 0; i < cached_count; ++i)
@@ -55,8 +61,20 @@ Datum decision_datum(const CallContext &context, const core::Limit &limit, const
     values[1] = Int64GetDatum(core::whole_units(limit, outcome.balance));
     values[2] = IntervalPGetDatum(interval_from_micros(outcome.retry_after));
     values[3] = IntervalPGetDatum(interval_from_micros(outcome.reset_after));
-    // The type cache keeps the descriptor current (and pinned while we use it).
+    // The type cache keeps the descriptor current (and pinned while we use it). The type is the extension's,
+    // but ALTER TYPE could still have changed it: the four values fit only the install script's shape.
     TupleDesc desc = lookup_rowtype_tupdesc(context.decision_type, -1);
+    constexpr Oid TYPES[] = {BOOLOID, INT8OID, INTERVALOID, INTERVALOID};
+    bool shape = desc->natts == 4;
+    for (int i = 0; shape && i < 4; ++i)
+        shape = !TupleDescAttr(desc, i)->attisdropped && TupleDescAttr(desc, i)->atttypid == TYPES[i];
+    if (!shape) {
+        ReleaseTupleDesc(desc);
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("pg_ratelimit cannot use type rate_limit_decision: its attributes are not "
+                               "(allowed boolean, remaining bigint, retry_after interval, reset_after interval)"),
+                        errhint("Undo the change to the type, or re-create the extension.")));
+    }
     HeapTuple tuple = heap_form_tuple(desc, values, nulls);
     ReleaseTupleDesc(desc);
     return HeapTupleGetDatum(tuple);

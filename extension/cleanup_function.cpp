@@ -9,11 +9,13 @@
 // Concurrent definitions: before it reads a limit's definition, cleanup takes the limit's lock in share
 // mode (limit_lock.hpp) and keeps it, so a redefinition or drop of that limit waits until the cleanup
 // commits, and one that committed before is seen: cleanup reads the definition with the latest snapshot.
-// A limit dropped meanwhile is skipped. Under REPEATABLE READ or SERIALIZABLE a limit whose definition
+// A limit dropped meanwhile is skipped, and so is one whose redefinition or drop is in progress (cleanup
+// does not wait for the lock). Under REPEATABLE READ or SERIALIZABLE a limit whose definition
 // changed since the transaction's snapshot is skipped too (its rows, as that snapshot shows them, may be
 // gone); deleting a row that a concurrent request is updating raises 40001 there, as any DELETE would.
 #include "call_context.hpp"
 #include "clock.hpp"
+#include "config_relation.hpp"
 #include "core/algorithms.hpp"
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
@@ -34,7 +36,7 @@ bool same_limit(const core::Limit &a, const core::Limit &b) {
 int64 delete_full_keys(const core::Limit &limit, Datum limit_name) {
     Oid delete_types[] = {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID};
     SPIPlanPtr delete_if_unchanged = SPI_prepare(
-        "DELETE FROM rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
+        "DELETE FROM ONLY rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
         " AND value OPERATOR(pg_catalog.=) $3 AND ts OPERATOR(pg_catalog.=) $4",
         4, delete_types);
     if (delete_if_unchanged == nullptr) elog(ERROR, "pg_ratelimit: SPI_prepare failed for cleanup");
@@ -42,8 +44,8 @@ int64 delete_full_keys(const core::Limit &limit, Datum limit_name) {
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {limit_name};
     Portal keys = SPI_cursor_open_with_args(
-        nullptr, "SELECT key, value, ts FROM rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1", 1, name_type,
-        name_value, nullptr, true, 0);
+        nullptr, "SELECT key, value, ts FROM ONLY rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1", 1,
+        name_type, name_value, nullptr, true, 0);
 
     int64 deleted = 0;
     const bool keyed_grid = limit.algorithm == core::Algorithm::fixed_window && !limit.has_start;
@@ -74,9 +76,11 @@ int64 delete_full_keys(const core::Limit &limit, Datum limit_name) {
     return deleted;
 }
 
-// Cleans one limit up, holding its lock; 0 if it does not exist (any more).
+// Cleans one limit up, holding its lock; 0 if it does not exist (any more), or if a redefinition or drop
+// of it is in progress (cleanup never waits for one: the next run takes care of that limit, and a
+// transaction redefining several limits can never deadlock with cleanup).
 int64 cleanup_limit(Datum limit_name) {
-    lock_limit(DatumGetTextPP(limit_name), ShareLock);
+    if (!lock_limit(DatumGetTextPP(limit_name), ShareLock, false)) return 0;
     core::Limit latest;
     if (!limit_read(limit_name, GetLatestSnapshot(), &latest)) return 0;
     if (IsolationUsesXactSnapshot()) {
@@ -90,15 +94,17 @@ Datum cleanup_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     // Checked first: the deletes below must not fire triggers as the owner (state_relations.hpp).
     require_usable_state_table(context.extension, context.schema);
+    require_usable_config_table(context.extension, context.schema, AccessShareLock);
     const int sql_token = extension_sql_begin(context.schema);
 
     int64 deleted = 0;
     if (!PG_ARGISNULL(0)) {
         const text *name = PG_GETARG_TEXT_PP(0);
-        (void)limit_lookup(context.schema, name);  // an unknown name is an error; one dropped meanwhile is not
+        (void)limit_lookup(context.extension, context.schema,
+                           name);  // an unknown name is an error; one dropped meanwhile is not
         deleted = cleanup_limit(PointerGetDatum(name));
     } else {
-        extension_sql_run("SELECT name FROM rate_limit_config ORDER BY name", 0, nullptr, nullptr, nullptr, true,
+        extension_sql_run("SELECT name FROM ONLY rate_limit_config ORDER BY name", 0, nullptr, nullptr, nullptr, true,
                           SPI_OK_SELECT);
         SPITupleTable *names = SPI_tuptable;
         const uint64 count = SPI_processed;
@@ -107,7 +113,7 @@ Datum cleanup_body(FunctionCallInfo fcinfo) {
             deleted += cleanup_limit(SPI_getbinval(names->vals[i], names->tupdesc, 1, &isnull));
         }
         extension_sql_run(
-            "DELETE FROM rate_limit_state AS s WHERE NOT EXISTS (SELECT FROM rate_limit_config AS c"
+            "DELETE FROM ONLY rate_limit_state AS s WHERE NOT EXISTS (SELECT FROM ONLY rate_limit_config AS c"
             " WHERE c.name OPERATOR(pg_catalog.=) s.limit_name)",
             0, nullptr, nullptr, nullptr, false, SPI_OK_DELETE);
         deleted += static_cast<int64>(SPI_processed);

@@ -6,17 +6,23 @@
 // when the change commits.
 //
 // rate_limit_config_row (BEFORE INSERT OR UPDATE OR DELETE FOR EACH ROW): takes the changed limits'
-// locks (limit_lock.hpp), and turns an INSERT of a name that exists into an UPDATE of that row. The merge
-// is what lets pg_restore bring back a redefined 'default': CREATE EXTENSION inserts the shipped row, then
-// the dump's copy of the table inserts it again. Written in C rather than PL/pgSQL so that its UPDATE
-// runs in the table's own schema by OID (extension_sql.hpp): a PL/pgSQL body would name the schema, and
-// after a rename of the schema that name could lead to somebody else's table, with the caller's rights
-// (the extension's owner, when rate_limit_define inserts).
+// locks (limit_lock.hpp), and lets pg_restore bring back a redefined 'default': CREATE EXTENSION inserts
+// the shipped row, then the dump's copy of the table inserts 'default' again; an INSERT of 'default' over
+// the shipped row, untouched, replaces it instead of failing. Written in C rather than PL/pgSQL so that
+// its UPDATE runs in the table's own schema by OID (extension_sql.hpp): a PL/pgSQL body would name the
+// schema, and after a rename of the schema that name could lead to somebody else's table, with the
+// caller's rights (the extension's owner, when rate_limit_define inserts).
+//
+// Both are created ENABLE ALWAYS: they fire under session_replication_role = replica too (a logical
+// replication subscriber applying changes of rate_limit_config, pg_restore with a replica role), since
+// without the invalidation other sessions would keep deciding with the old definitions. (ALTER TABLE
+// ... DISABLE TRIGGER, and pg_restore --disable-triggers, still switch them off: don't.)
 #include <initializer_list>
 
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "limit_lock.hpp"
+#include "table_checks.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -61,8 +67,11 @@ const text *name_of(const TriggerData *trigger, HeapTuple row) {
     return isnull ? nullptr : DatumGetTextPP(name);
 }
 
-// Updates the existing row named like `row` with row's values; false if there is none.
-bool merge_into_existing(const TriggerData *trigger, HeapTuple row) {
+// The pg_restore case: an INSERT of 'default' while the row CREATE EXTENSION shipped is still exactly as
+// shipped replaces that row (see the top of the file) and returns true. Any other INSERT of an existing
+// name fails with a unique violation (or does nothing under ON CONFLICT DO NOTHING), as on any table.
+bool replaces_shipped_default(const TriggerData *trigger, HeapTuple row) {
+    if (strcmp(text_to_cstring(name_of(trigger, row)), "default") != 0) return false;
     const TupleDesc desc = RelationGetDescr(trigger->tg_relation);
     Datum values[CONFIG_COLUMNS];
     char nulls[CONFIG_COLUMNS];
@@ -75,8 +84,11 @@ bool merge_into_existing(const TriggerData *trigger, HeapTuple row) {
     }
     const int sql_token = extension_sql_begin(RelationGetNamespace(trigger->tg_relation));
     extension_sql_run(
-        "UPDATE rate_limit_config SET algorithm = $2, rate = $3, period = $4, capacity = $5,"
-        " max_reserved = $6, start = $7 WHERE name OPERATOR(pg_catalog.=) $1",
+        "UPDATE ONLY rate_limit_config SET algorithm = $2, rate = $3, period = $4, capacity = $5,"
+        " max_reserved = $6, start = $7 WHERE name OPERATOR(pg_catalog.=) $1"
+        " AND algorithm OPERATOR(pg_catalog.=) 'token_bucket' AND rate OPERATOR(pg_catalog.=) 120"
+        " AND period OPERATOR(pg_catalog.=) '1 minute' AND capacity OPERATOR(pg_catalog.=) 120"
+        " AND max_reserved IS NULL AND start IS NULL",
         CONFIG_COLUMNS, types, values, nulls, false, SPI_OK_UPDATE);
     const bool merged = SPI_processed > 0;
     extension_sql_end(sql_token);
@@ -93,8 +105,9 @@ Datum config_row_body(FunctionCallInfo fcinfo) {
     // NULL names are left for the table's NOT NULL constraint to refuse.
     for (HeapTuple row : {old_row, new_row})
         if (row != nullptr && name_of(trigger, row) != nullptr) lock_limit(name_of(trigger, row), ExclusiveLock);
-    if (TRIGGER_FIRED_BY_INSERT(event) && name_of(trigger, new_row) != nullptr && merge_into_existing(trigger, new_row))
-        return PointerGetDatum(nullptr);  // merged: skip the insert
+    if (TRIGGER_FIRED_BY_INSERT(event) && name_of(trigger, new_row) != nullptr &&
+        replaces_shipped_default(trigger, new_row))
+        return PointerGetDatum(nullptr);  // the shipped row now holds the new values: skip the insert
     return PointerGetDatum(new_row != nullptr ? new_row : old_row);
 }
 

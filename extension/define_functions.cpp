@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "call_context.hpp"
+#include "config_relation.hpp"
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
@@ -44,7 +45,7 @@ void delete_all_keys(const CallContext &context, Datum name) {
     require_usable_state_table(context.extension, context.schema);
     Oid types[] = {TEXTOID};
     Datum values[] = {name};
-    extension_sql_run("DELETE FROM rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1", 1, types, values,
+    extension_sql_run("DELETE FROM ONLY rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1", 1, types, values,
                       nullptr, false, SPI_OK_DELETE);
 }
 
@@ -66,12 +67,13 @@ Datum define_body(FunctionCallInfo fcinfo) {
     }
     require_valid_limit(limit);
 
+    require_usable_config_table(context.extension, context.schema, RowExclusiveLock);
     const int sql_token = extension_sql_begin(context.schema);
 
     // Lock the existing definition (if any) to learn whether the algorithm changes.
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {PointerGetDatum(name)};
-    extension_sql_run("SELECT algorithm FROM rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", 1,
+    extension_sql_run("SELECT algorithm FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", 1,
                       name_type, name_value, nullptr, false, SPI_OK_SELECT);
     const char *old_algorithm =
         SPI_processed == 1 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : nullptr;
@@ -112,11 +114,12 @@ Datum drop_body(FunctionCallInfo fcinfo) {
     if (strcmp(name_string, DEFAULT_LIMIT_NAME) == 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("the default rate limit cannot be dropped"),
                         errhint("Redefine it with rate_limit_define('default', ...) instead.")));
+    require_usable_config_table(context.extension, context.schema, RowExclusiveLock);
     const int sql_token = extension_sql_begin(context.schema);
     Oid types[] = {TEXTOID};
     Datum values[] = {PointerGetDatum(name)};
-    extension_sql_run("DELETE FROM rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1", 1, types, values, nullptr,
-                      false, SPI_OK_DELETE);
+    extension_sql_run("DELETE FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1", 1, types, values,
+                      nullptr, false, SPI_OK_DELETE);
     if (SPI_processed == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", name_string)));
     delete_all_keys(context, PointerGetDatum(name));

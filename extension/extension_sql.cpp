@@ -17,22 +17,22 @@ constexpr StatementText TEXTS[] = {
      " ON CONFLICT (limit_name, key) DO NOTHING",
      4,
      {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID}},
-    {"DELETE FROM rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2",
+    {"DELETE FROM ONLY rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2",
      2,
      {TEXTOID, TEXTOID}},
-    {"SELECT algorithm, rate, period, capacity, max_reserved, start FROM rate_limit_config"
+    {"SELECT algorithm, rate, period, capacity, max_reserved, start FROM ONLY rate_limit_config"
      " WHERE name OPERATOR(pg_catalog.=) $1",
      1,
      {TEXTOID}},
-    {"SELECT value, ts FROM rate_limit_state"
+    {"SELECT value, ts FROM ONLY rate_limit_state"
      " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2",
      2,
      {TEXTOID, TEXTOID}},
-    {"SELECT value, ts FROM rate_limit_state"
+    {"SELECT value, ts FROM ONLY rate_limit_state"
      " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2 FOR NO KEY UPDATE",
      2,
      {TEXTOID, TEXTOID}},
-    {"UPDATE rate_limit_state SET value = $3, ts = $4"
+    {"UPDATE ONLY rate_limit_state SET value = $3, ts = $4"
      " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
      " AND value OPERATOR(pg_catalog.=) $5 AND ts OPERATOR(pg_catalog.=) $6",
      6,

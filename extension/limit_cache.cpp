@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "config_relation.hpp"
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
 #include "message_text.hpp"
@@ -80,7 +81,7 @@ void require_limit_name_length(const text *name) {
                         errdetail("The name is %d bytes; the maximum is %d.", size, MAX_LIMIT_NAME_BYTES)));
 }
 
-core::Limit limit_lookup(Oid schema, const text *name) {
+core::Limit limit_lookup(Oid extension, Oid schema, const text *name) {
     require_limit_name_length(name);
     const int size = VARSIZE_ANY_EXHDR(name);
     char key[MAX_LIMIT_NAME_BYTES + 1];
@@ -94,6 +95,7 @@ core::Limit limit_lookup(Oid schema, const text *name) {
     auto *hit = cached ? static_cast<CacheEntry *>(hash_search(limits, key, HASH_FIND, nullptr)) : nullptr;
     if (hit != nullptr) return hit->limit;
     core::Limit limit;
+    require_usable_config_table(extension, schema, AccessShareLock);
     // The latest snapshot, not the transaction's: see the header comment.
     const int sql_token = extension_sql_begin(schema);
     const bool found = limit_read(PointerGetDatum(name), GetLatestSnapshot(), &limit);

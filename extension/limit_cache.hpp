@@ -20,10 +20,10 @@ void limit_cache_init();
 // The limit named `name` of the extension in `schema`; ERROR 42704 if there is none, 22001 if the name
 // is longer than any limit's can be. A cache hit runs no SQL; a miss reads rate_limit_config through SPI
 // (connecting, nested if need be).
-core::Limit limit_lookup(Oid schema, const text *name);
+core::Limit limit_lookup(Oid extension, Oid schema, const text *name);
 
 // Reads a limit's row as `snapshot` sees it, bypassing the cache; false if there is none. Needs
-// extension_sql_begin().
+// extension_sql_begin() and require_usable_config_table() first.
 bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit);
 
 // ERROR 22001 for a name over MAX_LIMIT_NAME_BYTES.

@@ -2,14 +2,14 @@
 
 namespace pg_ratelimit {
 
-void lock_limit(const text *name, LOCKMODE mode) {
+bool lock_limit(const text *name, LOCKMODE mode, bool wait) {
     constexpr uint16 PG_RATELIMIT_LOCK_FIELD = 0x524C;  // "RL"
     const uint64 hash = DatumGetUInt64(
         hash_any_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)), VARSIZE_ANY_EXHDR(name), 0));
     LOCKTAG tag;
     SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(hash >> 32), static_cast<uint32>(hash),
                          PG_RATELIMIT_LOCK_FIELD);
-    (void)LockAcquire(&tag, mode, false, false);
+    return LockAcquire(&tag, mode, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
 }  // namespace pg_ratelimit

@@ -16,6 +16,7 @@
 
 namespace pg_ratelimit {
 
-void lock_limit(const text *name, LOCKMODE mode);  // ShareLock or ExclusiveLock
+// ShareLock or ExclusiveLock; returns false instead of waiting when `wait` is false and the lock is taken.
+bool lock_limit(const text *name, LOCKMODE mode, bool wait = true);
 
 }  // namespace pg_ratelimit

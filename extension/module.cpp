@@ -1,6 +1,7 @@
 // Library entry: registers the settings and the caches' invalidation callbacks.
 #include "call_context.hpp"
 #include "clock.hpp"
+#include "config_relation.hpp"
 #include "limit_cache.hpp"
 #include "postgres_headers.hpp"
 #include "state_access.hpp"
@@ -15,6 +16,7 @@ void _PG_init(void) {  // NOLINT(bugprone-reserved-identifier): the name Postgre
     pg_ratelimit::call_context_init();
     pg_ratelimit::limit_cache_init();
     pg_ratelimit::state_relations_init();
+    pg_ratelimit::config_relation_init();
     pg_ratelimit::state_access_init();
     // Last, once every setting is defined: a pg_ratelimit.* placeholder set before the library was loaded
     // (in postgresql.conf, PGOPTIONS, SET) is then either taken by its setting or removed with a warning.

@@ -50,9 +50,11 @@ CREATE FUNCTION @extschema@.rate_limit_config_changed() RETURNS trigger
 CREATE TRIGGER rate_limit_config_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rate_limit_config
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rate_limit_config_changed();
+-- Also under session_replication_role = replica (a logical replication subscriber applying changes).
+ALTER TABLE @extschema@.rate_limit_config ENABLE ALWAYS TRIGGER rate_limit_config_changed;
 
 -- Every changed row takes its limit's lock, so that rate_limit_cleanup never works with a definition
--- that changes under it; and an INSERT of an existing name becomes an UPDATE of that row: pg_restore
+-- that changes under it; and an INSERT of 'default' over the untouched shipped row replaces it: pg_restore
 -- first runs CREATE EXTENSION, which inserts the shipped 'default' row, then copies the dumped rows,
 -- which include 'default' again (possibly redefined). In C, so that no schema name is written into it.
 CREATE FUNCTION @extschema@.rate_limit_config_row() RETURNS trigger
@@ -60,6 +62,22 @@ CREATE FUNCTION @extschema@.rate_limit_config_row() RETURNS trigger
 CREATE TRIGGER rate_limit_config_row
     BEFORE INSERT OR UPDATE OR DELETE ON @extschema@.rate_limit_config
     FOR EACH ROW EXECUTE FUNCTION @extschema@.rate_limit_config_row();
+ALTER TABLE @extschema@.rate_limit_config ENABLE ALWAYS TRIGGER rate_limit_config_row;
+
+-- ALTER EXTENSION ... ADD / DROP changes which tables are the extension's, without invalidating anything
+-- that sessions cached about them: this event trigger makes them check again. (Event triggers need a
+-- superuser, as does installing the extension. YugabyteDB documents event triggers for sql_drop only:
+-- there the trigger is left out, and a membership change reaches sessions as they reconnect.)
+CREATE FUNCTION @extschema@.rate_limit_extension_changed() RETURNS event_trigger
+    AS 'MODULE_PATHNAME', 'rate_limit_extension_changed' LANGUAGE C;
+DO $$
+BEGIN
+    IF pg_catalog.strpos(pg_catalog.version(), '-YB-') = 0 THEN
+        CREATE EVENT TRIGGER rate_limit_extension_changed ON ddl_command_end WHEN TAG IN ('ALTER EXTENSION')
+            EXECUTE FUNCTION @extschema@.rate_limit_extension_changed();
+    END IF;
+END
+$$;
 
 -- Limits and key state are user data: pg_dump keeps them.
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limit_config', '');
@@ -110,14 +128,41 @@ RETURNS bigint AS 'MODULE_PATHNAME', 'rate_limit_cleanup' LANGUAGE C VOLATILE SE
 COMMENT ON FUNCTION @extschema@.rate_limit_cleanup(text) IS
     'deletes the rows of keys back at full capacity (and, for all limits, rows of limits that no longer exist)';
 
--- Least privilege: everyone may use limits (request, check), since neither can raise anyone's allowance.
--- Giving units back (refund, reset), defining limits and cleaning up need a GRANT EXECUTE: an application
--- role that uses reservations needs rate_limit_refund.
+-- Least privilege. First, whatever ALTER DEFAULT PRIVILEGES of the installing role granted on what this
+-- script created is taken back: only the owner keeps rights on the extension's tables and functions.
+DO $$
+DECLARE
+    member record;
+BEGIN
+    FOR member IN
+        SELECT DISTINCT CASE d.classid WHEN 'pg_catalog.pg_proc'::regclass THEN 'FUNCTION ' || d.objid::regprocedure::text
+                                       ELSE 'TABLE ' || d.objid::regclass::text END AS object,
+               CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(a.grantee::regrole::text) END AS grantee
+          FROM pg_catalog.pg_depend d
+          JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_ratelimit'
+          LEFT JOIN pg_catalog.pg_proc p ON d.classid = 'pg_catalog.pg_proc'::regclass AND p.oid = d.objid
+          LEFT JOIN pg_catalog.pg_class c ON d.classid = 'pg_catalog.pg_class'::regclass AND c.oid = d.objid
+          CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(p.proacl, c.relacl)) AS a
+         WHERE d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e'
+           AND a.grantee <> coalesce(p.proowner, c.relowner)
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', member.object, member.grantee);
+    END LOOP;
+END
+$$;
+
+-- Then: everyone may use limits (request, check), since neither can raise anyone's allowance. Giving
+-- units back (refund, reset), defining limits and cleaning up need a GRANT EXECUTE: an application role
+-- that uses reservations needs rate_limit_refund. The trigger functions are for the extension's own table
+-- (firing a trigger checks no privilege).
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz),
                        @extschema@.rate_limit_drop(text),
                        @extschema@.rate_limit_refund(text, text, float8),
                        @extschema@.rate_limit_reset(text, text),
-                       @extschema@.rate_limit_cleanup(text) FROM PUBLIC;
--- The trigger functions are for the extension's own table (firing a trigger checks no privilege).
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_config_changed(), @extschema@.rate_limit_config_row() FROM PUBLIC;
+                       @extschema@.rate_limit_cleanup(text),
+                       @extschema@.rate_limit_config_changed(),
+                       @extschema@.rate_limit_config_row(),
+                       @extschema@.rate_limit_extension_changed() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_request(text, text, float8, boolean),
+                          @extschema@.rate_limit_check(text, text, float8) TO PUBLIC;
 GRANT SELECT ON @extschema@.rate_limit_config TO PUBLIC;

@@ -23,6 +23,7 @@ extern "C" {
 #include "catalog/pg_index.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/event_trigger.h"
 #include "commands/trigger.h"
 #include "common/hashfn.h"
 #include "common/shortest_dec.h"

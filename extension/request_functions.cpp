@@ -30,7 +30,7 @@ Datum decide(FunctionCallInfo fcinfo, SettleMode mode) {
     const double cost = cost_arg(fcinfo, 2);
     const bool reserve = mode == SettleMode::request && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
 
-    const core::Limit limit = limit_lookup(context.schema, limit_name);
+    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
     require_cost_fits(limit, cost, limit_name);
     const bool keyed_grid = limit.algorithm == core::Algorithm::fixed_window && !limit.has_start;
     const core::Micros origin =
@@ -49,7 +49,8 @@ Datum reset_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     text *key = key_arg(fcinfo, 0);
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
-    (void)limit_lookup(context.schema, limit_name);  // an unknown limit is an error, not a silent no-op
+    (void)limit_lookup(context.extension, context.schema,
+                       limit_name);  // an unknown limit is an error, not a silent no-op
     require_writable_transaction("reset rate limit keys");
     // Checked first: the delete must not fire triggers as the owner (state_relations.hpp).
     require_usable_state_table(context.extension, context.schema);

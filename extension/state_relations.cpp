@@ -1,5 +1,7 @@
 #include "state_relations.hpp"
 
+#include "table_checks.hpp"
+
 namespace pg_ratelimit {
 namespace {
 
@@ -25,48 +27,33 @@ void on_relcache_invalidation(Datum, Oid relid) {
         cached.valid = false;
 }
 
-[[noreturn]] void refuse(Relation heap, const char *problem, const char *hint) {
-    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                    errmsg("pg_ratelimit cannot use table \"%s\": %s", RelationGetRelationName(heap), problem),
-                    errhint("%s", hint)));
-    pg_unreachable();
-}
-
-constexpr const char *RESTORE_HINT =
-    "Undo the change to the table, or re-create the extension (DROP EXTENSION pg_ratelimit; CREATE EXTENSION "
-    "pg_ratelimit) after saving rate_limit_config.";
-
 AttrNumber column(Relation heap, const char *name, Oid type) {
     const TupleDesc desc = RelationGetDescr(heap);
     for (int i = 0; i < desc->natts; ++i) {
         const Form_pg_attribute attribute = TupleDescAttr(desc, i);
         if (attribute->attisdropped || strcmp(NameStr(attribute->attname), name) != 0) continue;
         if (attribute->atttypid != type)
-            refuse(heap, psprintf("column \"%s\" must be of type %s", name, format_type_be(type)), RESTORE_HINT);
+            refuse_table(heap, psprintf("column \"%s\" must be of type %s", name, format_type_be(type)), RESTORE_HINT);
         if (attribute->attgenerated != '\0')
-            refuse(heap, psprintf("column \"%s\" must not be generated", name), RESTORE_HINT);
+            refuse_table(heap, psprintf("column \"%s\" must not be generated", name), RESTORE_HINT);
         return attribute->attnum;
     }
-    refuse(heap, psprintf("it has no column \"%s\"", name), RESTORE_HINT);
+    refuse_table(heap, psprintf("it has no column \"%s\"", name), RESTORE_HINT);
 }
 
 void check_table(Relation heap, Oid extension) {
-    if (heap->rd_rel->relkind != RELKIND_RELATION) refuse(heap, "it is not an ordinary table", RESTORE_HINT);
-    if (getExtensionOfObject(RelationRelationId, RelationGetRelid(heap)) != extension)
-        refuse(heap, "it is not a member of the extension", "The extension's own table was dropped or renamed.");
+    check_extension_table(heap, extension);
     if (heap->trigdesc != nullptr)
-        refuse(heap, "it has triggers",
-               "Requests update rows without firing triggers, and triggers on it would run as the extension's "
-               "owner: drop them.");
-    if (heap->rd_rules != nullptr) refuse(heap, "it has rules", "Drop the rules.");
-    if (heap->rd_rel->relforcerowsecurity)
-        refuse(heap, "it forces row-level security", "ALTER TABLE ... NO FORCE ROW LEVEL SECURITY.");
+        refuse_table(heap, "it has triggers",
+                     "Requests update rows without firing triggers, and triggers on it would run as the extension's "
+                     "owner: drop them.");
     const TupleConstr *constraints = RelationGetDescr(heap)->constr;
     if (constraints != nullptr && constraints->num_check > 0)
-        refuse(heap, "it has CHECK constraints", "Requests write rows without checking them: drop the constraints.");
+        refuse_table(heap, "it has CHECK constraints",
+                     "Requests write rows without checking them: drop the constraints.");
     if (constraints != nullptr && constraints->has_generated_stored)
-        refuse(heap, "it has stored generated columns",
-               "Requests write rows without computing them: drop the columns.");
+        refuse_table(heap, "it has stored generated columns",
+                     "Requests write rows without computing them: drop the columns.");
 }
 
 // Whether `index` (opened) is usable now and what it is: the hash index on (limit_name || key), or a
@@ -121,8 +108,8 @@ void derive_once(Relation heap, Oid extension, Oid schema) {
     }
     list_free(indexes);
     if (next.unique == InvalidOid)
-        refuse(heap, "it has no valid unique index on (limit_name, key)",
-               "Re-create its primary key: ALTER TABLE rate_limit_state ADD PRIMARY KEY (limit_name, key).");
+        refuse_table(heap, "it has no valid unique index on (limit_name, key)",
+                     "Re-create its primary key: ALTER TABLE rate_limit_state ADD PRIMARY KEY (limit_name, key).");
     if (!next.lookup_is_hash) next.lookup = next.unique;
     next.valid = true;
     cached = next;
@@ -139,22 +126,10 @@ void derive(Relation heap, Oid extension, Oid schema) {
 }
 
 Relation open_heap(Oid schema) {
-    if (cached.schema == schema && OidIsValid(cached.heap)) {
-        Relation heap = try_table_open(cached.heap, RowExclusiveLock);
-        // The OID could only have been reused after the table was dropped; the name check catches that.
-        if (heap != nullptr && RelationGetNamespace(heap) == schema &&
-            strcmp(RelationGetRelationName(heap), STATE_TABLE) == 0)
-            return heap;
-        if (heap != nullptr) table_close(heap, RowExclusiveLock);
-    }
-    cached = {schema, InvalidOid, false, InvalidOid, false, InvalidOid, {0, 0, 0, 0}};
-    const Oid relid = get_relname_relid(STATE_TABLE, schema);
-    Relation heap = OidIsValid(relid) ? try_table_open(relid, RowExclusiveLock) : nullptr;
-    if (heap == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("pg_ratelimit's table rate_limit_state does not exist in its schema"),
-                        errhint("Re-create the extension.")));
-    cached.heap = relid;
+    if (cached.schema != schema) cached = {schema, InvalidOid, false, InvalidOid, false, InvalidOid, {0, 0, 0, 0}};
+    const Oid before = cached.heap;
+    Relation heap = open_extension_table(schema, STATE_TABLE, RowExclusiveLock, &cached.heap);
+    if (cached.heap != before) cached.valid = false;
     return heap;
 }
 
@@ -166,8 +141,8 @@ void state_relations_open(Oid extension, Oid schema, bool with_lookup, bool heap
     out->heap = open_heap(schema);  // takes the lock: the cache now reflects every committed change
     out->lookup = nullptr;
     if (heap_only && out->heap->rd_tableam != GetHeapamTableAmRoutine())
-        refuse(out->heap, "it does not use the heap access method",
-               "Requests read and write its heap pages directly: ALTER TABLE ... SET ACCESS METHOD heap.");
+        refuse_table(out->heap, "it does not use the heap access method",
+                     "Requests read and write its heap pages directly: ALTER TABLE ... SET ACCESS METHOD heap.");
     // An index could still be dropped concurrently (DROP INDEX CONCURRENTLY does not wait for a
     // transaction that locked the table after it started waiting): derive again if the chosen one is
     // gone or no longer valid once it is locked.

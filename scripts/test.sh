@@ -57,6 +57,11 @@ for path in direct sql; do
         ctest --test-dir "$ROOT/build" -L server --no-tests=error --output-on-failure
     run_suite "pg_dump / pg_restore ($path path)" count_cases "$ROOT/test/dump_restore.sh"
     stop_cluster
+    # These start clusters of their own.
+    run_suite "crash recovery: kill -9 under load, amcheck ($path path)" count_cases \
+        env ACCESS_PATH=$path "$ROOT/test/crash/crash_test.sh" "$ROOT/build/test/crash/crash_load"
+    run_suite "hostile review findings and attacks ($path path)" count_cases \
+        env ACCESS_PATH=$path "$ROOT/test/hostile/run.sh"
 done
 
 printf '\n%-58s %-7s %7s %7s\n' "suite" "result" "cases" "time"

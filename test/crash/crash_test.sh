@@ -47,8 +47,9 @@ build_and_install_extension
 # starts every megabyte or so of WAL, about every second, so crashes land while one is writing pages, and
 # recovery replays full-page images of pages changed since the last one.
 cluster_init crash --wal-segsize=1
+# ACCESS_PATH (direct or sql, default direct): the extension's pg_ratelimit.access_path.
 SERVER_OPTIONS=(-c synchronous_commit=on -c fsync=on -c full_page_writes=on -c max_wal_size=2MB
-                -c min_wal_size=2MB -c log_checkpoints=on)
+                -c min_wal_size=2MB -c log_checkpoints=on -c pg_ratelimit.access_path="${ACCESS_PATH:-direct}")
 cluster_start crash "${SERVER_OPTIONS[@]}"
 use_cluster crash
 DATA=$(cluster_dir crash)/data

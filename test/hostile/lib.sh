@@ -1,5 +1,5 @@
 # Shared by the review scripts. Each script is a minimal reproduction of one finding against the server
-# of the libpq environment (PGHOST etc.; review/run.sh starts a throwaway one). It works in a database
+# of the libpq environment (PGHOST etc.; test/hostile/run.sh starts a throwaway one). It works in a database
 # and roles of its own, removed at exit, and ends with one line:
 #   REPRODUCED: <what>   (exit 1): the defect is present
 #   holds: <what>        (exit 0): the defect is gone

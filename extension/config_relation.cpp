@@ -1,0 +1,69 @@
+#include "config_relation.hpp"
+
+#include "table_checks.hpp"
+
+namespace pg_ratelimit {
+namespace {
+
+struct Column {
+    const char *name;
+    Oid type;
+};
+constexpr Column COLUMNS[] = {{"name", TEXTOID},        {"algorithm", TEXTOID},  {"rate", FLOAT8OID},
+                              {"period", INTERVALOID},  {"capacity", FLOAT8OID}, {"max_reserved", FLOAT8OID},
+                              {"start", TIMESTAMPTZOID}};
+constexpr int COLUMN_COUNT = sizeof(COLUMNS) / sizeof(COLUMNS[0]);
+
+Oid cached_schema = InvalidOid;
+Oid cached_relid = InvalidOid;
+bool checked = false;      // the table passed since its last invalidation
+uint64 invalidations = 0;  // of the table, to notice one arriving while it is being checked
+
+void on_relcache_invalidation(Datum, Oid relid) {
+    if (relid != InvalidOid && relid != cached_relid) return;
+    checked = false;
+    ++invalidations;
+}
+
+void check(Relation config, Oid extension) {
+    check_extension_table(config, extension);
+    const TupleDesc desc = RelationGetDescr(config);
+    bool shape = desc->natts == COLUMN_COUNT;
+    for (int i = 0; shape && i < COLUMN_COUNT; ++i) {
+        const Form_pg_attribute attribute = TupleDescAttr(desc, i);
+        shape = !attribute->attisdropped && attribute->atttypid == COLUMNS[i].type &&
+                strcmp(NameStr(attribute->attname), COLUMNS[i].name) == 0 && attribute->attgenerated == '\0';
+    }
+    if (!shape)
+        refuse_table(config, "its columns are not (name, algorithm, rate, period, capacity, max_reserved, start)",
+                     RESTORE_HINT);
+    const TriggerDesc *triggers = config->trigdesc;
+    for (int i = 0; triggers != nullptr && i < triggers->numtriggers; ++i)
+        if (getExtensionOfObject(ProcedureRelationId, triggers->triggers[i].tgfoid) != extension)
+            refuse_table(config, psprintf("it has a trigger of its own, \"%s\"", triggers->triggers[i].tgname),
+                         "Triggers on it would run as the extension's owner whenever rate_limit_define writes it: "
+                         "drop the trigger.");
+}
+
+}  // namespace
+
+void config_relation_init() { CacheRegisterRelcacheCallback(on_relcache_invalidation, 0); }
+
+void require_usable_config_table(Oid extension, Oid schema, LOCKMODE lockmode) {
+    if (cached_schema != schema) {
+        cached_schema = schema;
+        cached_relid = InvalidOid;
+        checked = false;
+    }
+    const Oid before = cached_relid;
+    Relation config = open_extension_table(schema, "rate_limit_config", lockmode, &cached_relid);
+    if (cached_relid != before) checked = false;
+    while (!checked) {
+        const uint64 seen = invalidations;
+        check(config, extension);  // its catalog reads may accept invalidations
+        checked = seen == invalidations;
+    }
+    table_close(config, NoLock);  // the lock is kept until the transaction ends
+}
+
+}  // namespace pg_ratelimit

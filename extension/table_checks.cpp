@@ -1,0 +1,41 @@
+#include "table_checks.hpp"
+
+namespace pg_ratelimit {
+
+void refuse_table(Relation relation, const char *problem, const char *hint) {
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("pg_ratelimit cannot use table \"%s\": %s", RelationGetRelationName(relation), problem),
+                    errhint("%s", hint)));
+    pg_unreachable();
+}
+
+void check_extension_table(Relation relation, Oid extension) {
+    if (relation->rd_rel->relkind != RELKIND_RELATION)
+        refuse_table(relation, "it is not an ordinary table", RESTORE_HINT);
+    if (getExtensionOfObject(RelationRelationId, RelationGetRelid(relation)) != extension)
+        refuse_table(relation, "it is not a member of the extension",
+                     "The extension's own table was dropped or renamed.");
+    if (relation->rd_rules != nullptr) refuse_table(relation, "it has rules", "Drop the rules.");
+    if (relation->rd_rel->relforcerowsecurity)
+        refuse_table(relation, "it forces row-level security", "ALTER TABLE ... NO FORCE ROW LEVEL SECURITY.");
+}
+
+Relation open_extension_table(Oid schema, const char *name, LOCKMODE lockmode, Oid *cached) {
+    if (OidIsValid(*cached)) {
+        Relation relation = try_table_open(*cached, lockmode);
+        if (relation != nullptr && RelationGetNamespace(relation) == schema &&
+            strcmp(RelationGetRelationName(relation), name) == 0)
+            return relation;
+        if (relation != nullptr) table_close(relation, lockmode);
+    }
+    const Oid relid = get_relname_relid(name, schema);
+    Relation relation = OidIsValid(relid) ? try_table_open(relid, lockmode) : nullptr;
+    if (relation == nullptr)
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("pg_ratelimit's table %s does not exist in its schema", name),
+                 errhint("Re-create the extension.")));
+    *cached = relid;
+    return relation;
+}
+
+}  // namespace pg_ratelimit
