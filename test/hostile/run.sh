@@ -5,7 +5,7 @@
 # Usage: test/hostile/run.sh [script.sh ...]   (default: every f*.sh and held_attacks.sh)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-source "$here/../scripts/common.sh"
+source "$here/../../scripts/common.sh"
 build_and_install_extension
 start_cluster -c max_prepared_transactions=2 -c pg_ratelimit.access_path="${ACCESS_PATH:-direct}"
 export SERVER_LOG=$CLUSTER_DIR/server.log
