@@ -48,7 +48,7 @@ class ExtensionMissingTest : public test_support::ServerTest {
     // Creates a schema of the four rate_limit_* functions (thin wrappers around the real ones, in the
     // test server's main database) without rate_limit_config: the functions are found, the table is not.
     std::string schema_without_config() {
-        const std::string schema = test_support::unique_key("client_no_config");
+        std::string schema = test_support::unique_key("client_no_config");
         std::string sql = R"(
             CREATE SCHEMA @s;
             CREATE FUNCTION @s.rate_limit_request(text, text, float8, boolean) RETURNS public.rate_limit_decision
