@@ -164,8 +164,8 @@ TEST_F(ExtensionMissingTest, InTransactionPolicyReadWithoutConfigTable) {
     }
 }
 
-// The extension dropped under a running Limiter: its next new connection cannot prepare, and its
-// prepared statements on the open one fail; both typed.
+// The extension dropped under a running Limiter: its statements, prepared on its open connection while
+// the extension existed, are planned again on their next use and fail, typed.
 TEST_F(ExtensionMissingTest, ExtensionDroppedUnderALimiter) {
     exec_autocommit(conninfo_for(database), "CREATE EXTENSION pg_ratelimit");
     pr::Limiter limiter{conninfo_for(database)};
