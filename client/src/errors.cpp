@@ -14,16 +14,45 @@ std::string primary_message(const std::string &text) {
     return line;
 }
 
+// The advice ExtensionMissing adds to the server's error.
+std::string extension_hint(const std::string &sqlstate) {
+    const std::string find_schema =
+        "(SELECT extnamespace::regnamespace FROM pg_extension WHERE extname = 'pg_ratelimit' shows it)";
+    if (sqlstate == "3F000")
+        return "Options::schema names a schema that does not exist in this database: set it to the schema "
+               "pg_ratelimit was created in " +
+               find_schema + ", or leave it empty to find the extension through the search_path.";
+    return "pg_ratelimit is not installed in this database, or not where the client looks for it: run "
+           "CREATE EXTENSION pg_ratelimit in this database, or set Options::schema to the schema it was "
+           "created in " +
+           find_schema + " if that schema is not on the connection's search_path.";
+}
+
+// The server's text ends with a newline; the hint follows as a line of its own.
+std::string with_hint(std::string text, const std::string &hint) {
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    return text + "HINT (pg_ratelimit):  " + hint + "\n";
+}
+
 }  // namespace
 
 Error::Error(const std::string &server_text, const std::string &query, const std::string &sqlstate)
     : pqxx::sql_error(server_text, query, sqlstate.c_str()), message_(primary_message(server_text)) {}
+
+ExtensionMissing::ExtensionMissing(const std::string &server_text, const std::string &query,
+                                   const std::string &sqlstate)
+    : Error(with_hint(server_text, extension_hint(sqlstate)), query, sqlstate), hint_(extension_hint(sqlstate)) {}
 
 namespace detail {
 
 void throw_if_typed(const pqxx::sql_error &error) {
     const std::string &state = error.sqlstate();
     if (state == "42704") throw UnknownLimit(error.what(), error.query(), state);
+    // Our statements name nothing but the extension's own functions and table (and built-ins), so an
+    // undefined function or table, or an unknown schema (Options::schema), means the extension is not
+    // where the client looks.
+    if (state == "42883" || state == "42P01" || state == "3F000")
+        throw ExtensionMissing(error.what(), error.query(), state);
     // Class 22, data exception: the server's 22004 (null), 22023 (bad value), 22001 (too long).
     if (state.size() == 5 && state.compare(0, 2, "22") == 0) throw InvalidArgument(error.what(), error.query(), state);
 }

@@ -58,7 +58,7 @@ template <typename Exec>
 pqxx::result execute(Call call, const CallArgs &args, Exec &&exec) {
     require_no_nul(args.key, "key");
     require_no_nul(args.limit, "limit name");
-    try {
+    return with_typed_errors([&] {
         switch (call) {
             case Call::request:
                 return exec(args.key, args.limit, args.cost, args.reserve);
@@ -69,10 +69,7 @@ pqxx::result execute(Call call, const CallArgs &args, Exec &&exec) {
                 break;
         }
         return exec(args.key, args.limit);
-    } catch (const pqxx::sql_error &error) {
-        throw_if_typed(error);
-        throw;
-    }
+    });
 }
 
 }  // namespace
@@ -89,12 +86,15 @@ Statements::Statements(const std::string &schema) {
 }
 
 void Statements::prepare_on(pqxx::connection_base &connection) const {
-    for (const Call call : {Call::request, Call::check, Call::refund, Call::reset}) {
-        connection.prepare(STATEMENT_NAMES[index(call)], sql_[index(call)]);
-        connection.prepare_now(STATEMENT_NAMES[index(call)]);
-    }
-    connection.prepare(POLICY_STATEMENT_NAME, policy_sql_);
-    connection.prepare_now(POLICY_STATEMENT_NAME);
+    // A database without the extension fails here: ExtensionMissing.
+    with_typed_errors([&] {
+        for (const Call call : {Call::request, Call::check, Call::refund, Call::reset}) {
+            connection.prepare(STATEMENT_NAMES[index(call)], sql_[index(call)]);
+            connection.prepare_now(STATEMENT_NAMES[index(call)]);
+        }
+        connection.prepare(POLICY_STATEMENT_NAME, policy_sql_);
+        connection.prepare_now(POLICY_STATEMENT_NAME);
+    });
 }
 
 Decision Statements::run_prepared(pqxx::transaction_base &tx, Call call, const CallArgs &args) const {
@@ -110,11 +110,11 @@ Decision Statements::run_unprepared(pqxx::transaction_base &tx, Call call, const
 }
 
 std::optional<Policy> Statements::policy_prepared(pqxx::transaction_base &tx, const std::string &limit) const {
-    return to_policy(tx.exec_prepared(POLICY_STATEMENT_NAME, limit));
+    return to_policy(with_typed_errors([&] { return tx.exec_prepared(POLICY_STATEMENT_NAME, limit); }));
 }
 
 std::optional<Policy> Statements::policy_unprepared(pqxx::transaction_base &tx, const std::string &limit) const {
-    return to_policy(tx.exec_params(policy_sql_, limit));
+    return to_policy(with_typed_errors([&] { return tx.exec_params(policy_sql_, limit); }));
 }
 
 }  // namespace pg_ratelimit::detail

@@ -1,6 +1,8 @@
 // pg_ratelimit's C++ client on libpqxx 6.4: include this one header.
 //
-//   pg_ratelimit::Limiter limiter{"dbname=app", {.pool_size = 8}};
+//   pg_ratelimit::Options options;
+//   options.pool_size = 8;
+//   pg_ratelimit::Limiter limiter{"dbname=app", options};
 //   auto d = limiter.request("user1", "send_message");
 //   if (!d.allowed) return too_many_requests(d.headers());
 //
@@ -8,7 +10,7 @@
 // - reservation.hpp  Reservation: consume now, cancel() to refund
 // - retry.hpp        run_transaction: retries a whole transaction on 40001 / 40P01
 // - decision.hpp     Decision and its HTTP fields (Retry-After, RateLimit, RateLimit-Policy)
-// - errors.hpp       InvalidArgument, UnknownLimit, PoolTimeout
+// - errors.hpp       InvalidArgument, UnknownLimit, ExtensionMissing, PoolTimeout
 #pragma once
 
 #include "pg_ratelimit/decision.hpp"

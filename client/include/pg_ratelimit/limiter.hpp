@@ -72,14 +72,16 @@ struct RetryStats {
 //   follows in the same transaction.
 //
 // Every call throws: InvalidArgument or UnknownLimit for bad input (with the server's SQLSTATE and
-// message); pqxx::broken_connection, pqxx::serialization_failure or pqxx::deadlock_detected when the
+// message); ExtensionMissing when pg_ratelimit is not found (for the in-transaction calls: in tx's
+// database); pqxx::broken_connection, pqxx::serialization_failure or pqxx::deadlock_detected when the
 // pooled retries are exhausted (in-transaction: at once); pqxx::in_doubt_error as said above; PoolTimeout
 // when no pooled connection became free in time; other pqxx exceptions unchanged.
 class Limiter {
   public:
     // conninfo: a libpq connection string ("" uses the PG* environment variables). Opens the first
     // pooled connection and prepares the statements on it, so a bad conninfo or a database without
-    // the extension fails here (pqxx::broken_connection, pqxx::sql_error).
+    // the extension, or with it in a schema the client does not look in, fails here
+    // (pqxx::broken_connection, ExtensionMissing).
     explicit Limiter(const std::string &conninfo, Options options = Options{});
     ~Limiter();
     Limiter(Limiter &&) noexcept;
