@@ -20,7 +20,7 @@ mkdir -p "$out"
 
 ensure_packages "${PACKAGES[@]}" libhiredis-dev linux-perf
 [ "$install" = 1 ] && build_and_install_extension
-cmake -S "$ROOT" -B "$ROOT/build-bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=OFF >/dev/null
+cmake -S "$ROOT" -B "$ROOT/build-bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=OFF -DPG_RATELIMIT_BUILD_BENCH=ON >/dev/null
 cmake --build "$ROOT/build-bench" --target pg_ratelimit_bench -j2 >/dev/null
 start_cluster -c shared_buffers=256MB -c max_wal_size=4GB -c checkpoint_timeout=30min -c max_connections=200
 

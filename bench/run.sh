@@ -37,7 +37,7 @@ if [ "$install" = 1 ]; then
     build_and_install_extension
 fi
 log "building the benchmark harness (CMake, RelWithDebInfo)"
-cmake -S "$ROOT" -B "$ROOT/build-bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=OFF >/dev/null
+cmake -S "$ROOT" -B "$ROOT/build-bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=OFF -DPG_RATELIMIT_BUILD_BENCH=ON >/dev/null
 cmake --build "$ROOT/build-bench" --target pg_ratelimit_bench -j2 >/dev/null
 BENCH=$ROOT/build-bench/bench/pg_ratelimit_bench
 

@@ -19,7 +19,7 @@ export PG_CONFIG=$PG_BIN/pg_config
 # What the build, the tests, the demonstration and the benchmarks need on Debian 12.
 PACKAGES=(build-essential cmake pkg-config git
           postgresql-15 postgresql-server-dev-15 postgresql-client-15
-          libpqxx-dev libgtest-dev libgmock-dev libbenchmark-dev)
+          libpqxx-dev libgtest-dev libgmock-dev)
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -20,7 +20,7 @@ run-clang-tidy-14 -p build/pgxs -quiet -extra-arg=-Wno-unknown-warning-option 'e
     || { grep -E 'warning:|error:' build/pgxs/tidy.log; exit 1; }
 
 log "clang-tidy: client, tests, benchmarks (CMake)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=ON -DPG_RATELIMIT_BUILD_BENCH=ON >/dev/null
 cmake --build build -j2 >/dev/null
 run-clang-tidy-14 -p build -quiet '(client|test|bench)/.*\.cpp' >build/tidy.log 2>&1 \
     || { grep -E 'warning:|error:' build/tidy.log; exit 1; }

@@ -8,8 +8,13 @@ source "$(dirname "$0")/common.sh"
 ensure_packages "${PACKAGES[@]}"
 build_and_install_extension
 log "building the client library, tests and benchmarks (CMake)"
-cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${PG_RATELIMIT_CMAKE_ARGS:-} >/dev/null
+cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=ON \
+    -DPG_RATELIMIT_BUILD_BENCH=ON ${PG_RATELIMIT_CMAKE_ARGS:-} >/dev/null
 cmake --build "$ROOT/build" -j2 >/dev/null
+log "building the GoogleTest suites again with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan)"
+cmake -S "$ROOT" -B "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=ON \
+    -DPG_RATELIMIT_BUILD_BENCH=OFF -DPG_RATELIMIT_SANITIZE=ON >/dev/null
+cmake --build "$ROOT/build-asan" -j2 >/dev/null
 
 LOGS=$ROOT/build/test-logs
 rm -rf "$LOGS"
@@ -46,6 +51,9 @@ isolation() { make -C "$ROOT" -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= ||
 # --no-tests=error: a suite that finds no tests fails instead of passing vacuously.
 run_suite "unit tests (GoogleTest, no server)" count_ctest \
     ctest --test-dir "$ROOT/build" -L unit --no-tests=error --output-on-failure
+run_suite "unit tests under ASan + UBSan" count_ctest \
+    ctest --test-dir "$ROOT/build-asan" -L unit --no-tests=error --output-on-failure
+run_suite "client install (no GoogleTest; find_package, pkg-config)" count_cases "$ROOT/test/client_install.sh"
 
 # Every server-side suite runs once per access path (extension/state_access.hpp), against a cluster
 # whose configuration sets it, so that every session of every role uses it; same expected results.
@@ -55,6 +63,8 @@ for path in direct sql; do
     run_suite "isolation tests ($path path)" count_pg_regress isolation
     run_suite "server tests: hammer, client library ($path path)" count_ctest \
         ctest --test-dir "$ROOT/build" -L server --no-tests=error --output-on-failure
+    run_suite "server tests under ASan + UBSan ($path path)" count_ctest \
+        ctest --test-dir "$ROOT/build-asan" -L server --no-tests=error --output-on-failure
     run_suite "pg_dump / pg_restore ($path path)" count_cases "$ROOT/test/dump_restore.sh"
     stop_cluster
     # These start clusters of their own.
