@@ -265,7 +265,7 @@ WriteResult direct_update(StateHandle *handle, const core::State &next) {
 // A new key's first row, with SQL (see the top of the file).
 bool direct_insert(StateHandle *handle, const core::State &next) {
     end_attempt(&handle->direct);
-    return insert_state_row(handle->target, next);
+    return insert_state_row(handle->target, next, handle->direct.relations.unique_index_in_flux);
 }
 
 }  // namespace

@@ -19,7 +19,9 @@
 
 namespace pg_ratelimit {
 
-bool insert_state_row(const StateTarget &target, const core::State &next) {
+namespace {
+
+bool insert_row(const StateTarget &target, const core::State &next) {
     const int sql_token = extension_sql_begin(target.schema);
     Datum args[] = {target.limit_name, target.key, Float8GetDatum(next.value), TimestampTzGetDatum(next.ts)};
     const int rc = SPI_execute_plan(extension_statement(Statement::insert_state), args, nullptr, false, 0);
@@ -30,11 +32,49 @@ bool insert_state_row(const StateTarget &target, const core::State &next) {
     return inserted;
 }
 
+// The insert in a subtransaction of its own, a unique violation reported as a lost race: for while a unique
+// index is being built or retired concurrently (StateRelations::unique_index_in_flux). No C++ object is
+// alive across the PG_TRY, as the C++/PostgreSQL boundary requires (cpp_boundary.hpp).
+bool insert_row_guarded(const StateTarget &target, const core::State &next) {
+    const MemoryContext context = CurrentMemoryContext;
+    const ResourceOwner owner = CurrentResourceOwner;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(context);
+    bool inserted = false;
+    PG_TRY();
+    {
+        inserted = insert_row(target, next);
+        ReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(context);
+        ErrorData *error = CopyErrorData();
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+        if (error->sqlerrcode != ERRCODE_UNIQUE_VIOLATION) ReThrowError(error);
+        FreeErrorData(error);
+        inserted = false;
+    }
+    PG_END_TRY();
+    return inserted;
+}
+
+}  // namespace
+
+bool insert_state_row(const StateTarget &target, const core::State &next, bool guarded) {
+    return guarded ? insert_row_guarded(target, next) : insert_row(target, next);
+}
+
 namespace {
 
 void sql_open(StateHandle *handle) {
     // Checked as on the direct path: no triggers to fire as the owner, nothing requests cannot honour.
-    require_usable_state_table(handle->target.extension, handle->target.schema);
+    handle->sql.guard_insert = require_usable_state_table(handle->target.extension, handle->target.schema);
     handle->sql.read_value = 0;
     handle->sql.read_ts = 0;
 }
@@ -78,7 +118,9 @@ WriteResult sql_update(StateHandle *handle, const core::State &next) {
     return written ? WriteResult::written : WriteResult::lost_race;
 }
 
-bool sql_insert(StateHandle *handle, const core::State &next) { return insert_state_row(handle->target, next); }
+bool sql_insert(StateHandle *handle, const core::State &next) {
+    return insert_state_row(handle->target, next, handle->sql.guard_insert);
+}
 
 void sql_close(StateHandle *) {}
 

@@ -46,6 +46,7 @@ struct SqlState {
     // whose default member initializers would make this union member non-trivial.)
     double read_value;
     core::Micros read_ts;
+    bool guard_insert;  // StateRelations::unique_index_in_flux
 };
 
 enum class WriteResult { written, lost_race };
@@ -82,7 +83,9 @@ extern const StateAccess direct_access;
 extern const StateAccess sql_access;
 
 // Inserts a key's first row with SQL (both paths do): false if a concurrent transaction inserted it first.
-bool insert_state_row(const StateTarget &target, const core::State &next);
+// `guarded`: a unique index is in flux (StateRelations::unique_index_in_flux), so a concurrent first insert
+// may show as a unique violation: the insert then runs in a subtransaction that reports it as a lost race.
+bool insert_state_row(const StateTarget &target, const core::State &next, bool guarded);
 
 // Registers pg_ratelimit.access_path and detects the server kind.
 void state_access_init();

@@ -8,7 +8,7 @@ namespace {
 constexpr const char *STATE_TABLE = "rate_limit_state";
 
 // What was derived from the table's relcache entry, valid until an invalidation of the table or of one
-// of the two indexes arrives.
+// of its indexes arrives.
 struct Derived {
     Oid schema;
     Oid heap;
@@ -16,15 +16,27 @@ struct Derived {
     Oid lookup;  // the index requests read
     bool lookup_is_hash;
     Oid unique;  // the unique btree on (limit_name, key)
+    bool unique_index_in_flux;
     StateColumns columns;
+    // Every index of the table: a change of any of them (CREATE INDEX CONCURRENTLY marking one ready or
+    // valid sends an invalidation of the index alone) can change what is derived. If there are more than
+    // fit (index_count -1), any invalidation of any relation counts.
+    Oid indexes[8];
+    int index_count;
 };
-Derived cached{InvalidOid, InvalidOid, false, InvalidOid, false, InvalidOid, {0, 0, 0, 0}};
+Derived cached{};
 uint64 invalidations = 0;  // relcache invalidations of any relation so far, to notice one during derive()
+
+bool concerns_table(Oid relid) {
+    if (relid == InvalidOid || relid == cached.heap || cached.index_count < 0) return true;
+    for (int i = 0; i < cached.index_count; ++i)
+        if (cached.indexes[i] == relid) return true;
+    return false;
+}
 
 void on_relcache_invalidation(Datum, Oid relid) {
     ++invalidations;
-    if (relid == InvalidOid || relid == cached.heap || relid == cached.lookup || relid == cached.unique)
-        cached.valid = false;
+    if (concerns_table(relid)) cached.valid = false;
 }
 
 AttrNumber column(Relation heap, const char *name, Oid type) {
@@ -89,15 +101,22 @@ IndexKind index_kind(Relation index, const StateColumns &columns) {
 
 void derive_once(Relation heap, Oid extension, Oid schema) {
     check_table(heap, extension);
-    Derived next{schema, RelationGetRelid(heap), false, InvalidOid, false, InvalidOid, {0, 0, 0, 0}};
+    Derived next{};
+    next.schema = schema;
+    next.heap = RelationGetRelid(heap);
     next.columns = {column(heap, "limit_name", TEXTOID), column(heap, "key", TEXTOID), column(heap, "value", FLOAT8OID),
                     column(heap, "ts", TIMESTAMPTZOID)};
     List *indexes = RelationGetIndexList(heap);
+    constexpr int MAX_INDEXES = sizeof(next.indexes) / sizeof(next.indexes[0]);
+    next.index_count = list_length(indexes) <= MAX_INDEXES ? 0 : -1;
     ListCell *cell;
     foreach (cell, indexes) {
+        if (next.index_count >= 0) next.indexes[next.index_count++] = lfirst_oid(cell);
         Relation index = try_relation_open(lfirst_oid(cell), AccessShareLock);
         if (index == nullptr) continue;  // dropped meanwhile
         const IndexKind kind = index_kind(index, next.columns);
+        if (index->rd_index->indisunique && index->rd_index->indisready && !index->rd_index->indisvalid)
+            next.unique_index_in_flux = true;
         if (kind == IndexKind::hash_lookup && !next.lookup_is_hash) {
             next.lookup = RelationGetRelid(index);
             next.lookup_is_hash = true;
@@ -126,7 +145,10 @@ void derive(Relation heap, Oid extension, Oid schema) {
 }
 
 Relation open_heap(Oid schema) {
-    if (cached.schema != schema) cached = {schema, InvalidOid, false, InvalidOid, false, InvalidOid, {0, 0, 0, 0}};
+    if (cached.schema != schema) {
+        cached = Derived{};
+        cached.schema = schema;
+    }
     const Oid before = cached.heap;
     Relation heap = open_extension_table(schema, STATE_TABLE, RowExclusiveLock, &cached.heap);
     if (cached.heap != before) cached.valid = false;
@@ -150,6 +172,7 @@ void state_relations_open(Oid extension, Oid schema, bool with_lookup, bool heap
         if (!cached.valid) derive(out->heap, extension, schema);
         out->columns = cached.columns;
         out->lookup_is_hash = cached.lookup_is_hash;
+        out->unique_index_in_flux = cached.unique_index_in_flux;
         if (!with_lookup) return;
         Relation lookup = try_relation_open(cached.lookup, AccessShareLock);
         if (lookup != nullptr && cached.valid && lookup->rd_index->indisvalid && lookup->rd_index->indislive) {
@@ -162,10 +185,11 @@ void state_relations_open(Oid extension, Oid schema, bool with_lookup, bool heap
     }
 }
 
-void require_usable_state_table(Oid extension, Oid schema) {
+bool require_usable_state_table(Oid extension, Oid schema) {
     StateRelations relations;
     state_relations_open(extension, schema, false, false, &relations);
     state_relations_close(&relations);
+    return relations.unique_index_in_flux;
 }
 
 void state_relations_close(StateRelations *relations) {

@@ -35,6 +35,11 @@ struct StateRelations {
     Relation heap;        // RowExclusiveLock, until the end of the transaction
     Relation lookup;      // AccessShareLock; nullptr unless opened with an index
     bool lookup_is_hash;  // the hash index on (limit_name || key); otherwise the btree on (limit_name, key)
+    // A unique index is ready but not valid: CREATE INDEX or REINDEX CONCURRENTLY is building it, or
+    // REINDEX CONCURRENTLY is retiring it. INSERT ... ON CONFLICT takes no such index as an arbiter, so
+    // two first inserts of one key can then fail with a unique violation instead of doing nothing
+    // (insert_state_row handles that).
+    bool unique_index_in_flux;
     StateColumns columns;
 };
 
@@ -47,7 +52,8 @@ void state_relations_open(Oid extension, Oid schema, bool with_lookup, bool heap
 void state_relations_close(StateRelations *relations);
 
 // Opens and closes the table as above (the lock stays): for the SQL statements on it, which must not
-// fire triggers as the owner or write a table that requests would then refuse.
-void require_usable_state_table(Oid extension, Oid schema);
+// fire triggers as the owner or write a table that requests would then refuse. Returns
+// unique_index_in_flux.
+bool require_usable_state_table(Oid extension, Oid schema);
 
 }  // namespace pg_ratelimit
