@@ -113,7 +113,7 @@ cluster_start() {
     local name=$1 dir
     shift
     dir=$(cluster_dir "$name")
-    "${RUN_AS_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 120 \
+    "${RUN_AS_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 120 -c \
         -o "-c listen_addresses='' -c unix_socket_directories='$dir' -p 5432 $*" start >/dev/null \
         || { tail -n 50 "$dir/server.log"; die "cluster $name did not start"; }
     [[ " ${CLUSTERS[*]} " == *" $name "* ]] || CLUSTERS+=("$name")
