@@ -42,8 +42,15 @@ namespace pg_ratelimit::core {
 [[nodiscard]] Outcome refund(const Limit &limit, const State *stored, Micros now, double cost, Micros origin) noexcept;
 
 // Whether a stored key has refilled to full capacity by now, i.e. its row is equivalent to no row and
-// may be deleted.
+// may be deleted: exactly when a request for the whole capacity would be admitted at now, except that a
+// row stored later than now (the clock stepped back) is never full, since it holds the key's time.
 [[nodiscard]] bool is_full(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept;
+
+// rate_limit_cleanup deletes a row only if it was already full this long before now. A deleted row takes
+// the key's time with it: if the clock later stepped back behind that time, the key, starting afresh,
+// would refill again up to it. With the margin, a step back of up to this long mints nothing; a longer
+// one can give a key whose row was deleted up to one refill of the difference (README, Operations).
+inline constexpr Micros CLEANUP_MARGIN = Micros{5} * 60 * 1000000;
 
 // The whole units a balance represents for users: 0 while in debt.
 [[nodiscard]] std::int64_t whole_units(const Limit &limit, double balance) noexcept;

@@ -9,22 +9,52 @@
 namespace pg_ratelimit::core {
 namespace {
 
+const RefillRules &rules_of(const Limit &limit) noexcept {
+    return limit.algorithm == Algorithm::token_bucket ? token_bucket_rules : fixed_window_rules;
+}
+
 // The balance of a key at now; a key without a row is full.
 Level level_of(const Limit &limit, const State *stored, Micros now, Micros origin) noexcept {
     if (stored == nullptr) return {limit.capacity, now};
-    return limit.algorithm == Algorithm::token_bucket ? token_bucket_level(limit, *stored, now)
-                                                      : fixed_window_level(limit, *stored, now, origin);
+    return rules_of(limit).level(limit, *stored, now, origin);
 }
 
-// How long after now until `units` more have been added to a key evaluated at `at` (>= now).
-Micros time_to_gain(const Limit &limit, double units, Micros now, Micros at, Micros origin) noexcept {
-    const double tol = tolerance(limit);
-    if (!(units > tol)) return 0;
-    const Micros wait = limit.algorithm == Algorithm::token_bucket
-                            ? token_bucket_time_to_gain(limit, units, tol)
-                            : fixed_window_time_to_gain(limit, units, tol, at, origin);
-    // When the clock stepped back, the key lives at `at`; the caller waits from the real now.
-    return std::min(saturating_add(wait, saturating_sub(at, now)), MAX_DURATION);
+// The one comparison every decision makes: whether a balance covers `units`, a shortfall within
+// `allowance` counting as covered (the tolerance, plus the debt a reservation may take on). Admission, the
+// waits and is_full all use it, so they always agree; units are subtracted first, so the balance stored
+// after a reservation (balance - units) is exactly what was compared with the allowed debt.
+bool covers(double balance, double units, double allowance) noexcept { return balance - units >= -allowance; }
+
+// How long after now until the balance of `from` (nullptr: no row, full) covers `units`: the earliest
+// whole microsecond at which covers() holds, found by evaluating the level itself, so that a caller who
+// comes back after exactly that long is served and one microsecond earlier is not. Saturates at
+// MAX_DURATION. When the clock stepped back, the key lives at its stored ts, later than now: the wait
+// counts from the real now.
+Micros wait_until_covered(const Limit &limit, const State *from, double units, double allowance, Micros now,
+                          Micros origin) noexcept {
+    const auto ok = [&](Micros t) { return covers(level_of(limit, from, t, origin).value, units, allowance); };
+    const Level start = level_of(limit, from, now, origin);
+    if (covers(start.value, units, allowance)) return 0;  // now (a key living ahead of now is served at once)
+    const Micros last = saturating_add(now, MAX_DURATION);
+    if (from == nullptr || start.at >= last || !ok(last)) return MAX_DURATION;
+    // Invariant: ok(hi), !ok(lo). Start from the algorithm's guess, usually exact or one off.
+    Micros lo = start.at;
+    Micros hi = last;
+    const Micros guess = std::clamp(rules_of(limit).guess(limit, units - allowance - start.value, start.at, origin),
+                                    start.at + 1, last);
+    if (ok(guess)) {
+        hi = guess;
+        if (!ok(guess - 1)) return guess - now;
+        hi = guess - 1;
+    } else {
+        lo = guess;
+        if (guess < last && ok(guess + 1)) return guess + 1 - now;
+    }
+    while (hi - lo > 1) {
+        const Micros mid = lo + (hi - lo) / 2;
+        (ok(mid) ? hi : lo) = mid;
+    }
+    return std::min(hi - now, MAX_DURATION);
 }
 
 // Whether storing next changes anything (a key without a row always needs one). A cost too small to move
@@ -85,30 +115,33 @@ std::int64_t whole_units(const Limit &limit, double balance) noexcept {
 Outcome request(const Limit &limit, const State *stored, Micros now, double cost, bool reserve,
                 Micros origin) noexcept {
     const Level level = level_of(limit, stored, now, origin);
-    const double after = level.value - cost;
     const double tol = tolerance(limit);
     // "Unlimited" reservations still keep the debt within MAX_UNITS, like every other figure.
-    const double max_debt = std::min(limit.max_reserved, MAX_UNITS);
+    const double allowance = (reserve ? std::min(limit.max_reserved, MAX_UNITS) : 0) + tol;
     Outcome out;
-    if (after >= -tol || (reserve && -after <= max_debt + tol)) {
+    if (covers(level.value, cost, allowance)) {
         out.allowed = true;
-        out.next = {after, level.at};
+        out.next = {level.value - cost, level.at};
         out.write = changes(stored, out.next);
-        out.balance = after;
-        out.retry_after = time_to_gain(limit, -after, now, level.at, origin);
+        out.balance = out.next.value;
+        // Allowed into debt: the reserved work may run once the debt is repaid.
+        out.retry_after = wait_until_covered(limit, &out.next, 0, tol, now, origin);
+        out.reset_after = wait_until_covered(limit, &out.next, limit.capacity, tol, now, origin);
     } else {
-        // Denied: the request succeeds once the balance covers the cost (minus the debt a
-        // reservation may take on).
-        const double allowed_debt = reserve ? max_debt : 0;
+        // Denied: the request succeeds once the balance covers the cost (minus the debt a reservation may
+        // take on).
         out.balance = level.value;
-        out.retry_after = time_to_gain(limit, cost - allowed_debt - level.value, now, level.at, origin);
+        out.retry_after = wait_until_covered(limit, stored, cost, allowance, now, origin);
+        out.reset_after = wait_until_covered(limit, stored, limit.capacity, tol, now, origin);
     }
-    out.reset_after = time_to_gain(limit, limit.capacity - out.balance, now, level.at, origin);
     return out;
 }
 
 bool is_full(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept {
-    return level_of(limit, &stored, now, origin).value >= limit.capacity - tolerance(limit);
+    // A row stored later than now (the clock stepped back) is kept: it holds the key's time, and without it
+    // the key would refill again from now up to that instant.
+    return now >= stored.ts &&
+           covers(level_of(limit, &stored, now, origin).value, limit.capacity, tolerance(limit));
 }
 
 Outcome refund(const Limit &limit, const State *stored, Micros now, double cost, Micros origin) noexcept {
@@ -118,8 +151,10 @@ Outcome refund(const Limit &limit, const State *stored, Micros now, double cost,
     out.balance = std::min(level.value + cost, limit.capacity);
     out.next = {out.balance, level.at};
     out.write = stored != nullptr && changes(stored, out.next);
-    out.retry_after = time_to_gain(limit, -out.balance, now, level.at, origin);
-    out.reset_after = time_to_gain(limit, limit.capacity - out.balance, now, level.at, origin);
+    const State *after = stored == nullptr ? nullptr : &out.next;
+    const double tol = tolerance(limit);
+    out.retry_after = wait_until_covered(limit, after, 0, tol, now, origin);
+    out.reset_after = wait_until_covered(limit, after, limit.capacity, tol, now, origin);
     return out;
 }
 

@@ -1,6 +1,7 @@
 // Fixed window: rate units arrive at each window boundary origin + k * period, capped at capacity.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/refill.hpp"
 
@@ -19,19 +20,23 @@ Wide window_index(Micros t, Micros origin, Micros period) noexcept {
     return index;
 }
 
-}  // namespace
-
-Level fixed_window_level(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept {
+Level level(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept {
     const Micros at = std::max(now, stored.ts);
     const Wide windows = window_index(at, origin, limit.period) - window_index(stored.ts, origin, limit.period);
     return {std::min(stored.value + static_cast<double>(windows) * limit.rate, limit.capacity), at};
 }
 
-Micros fixed_window_time_to_gain(const Limit &limit, double units, double tolerance, Micros at,
-                                 Micros origin) noexcept {
-    const double windows = std::ceil((units - tolerance) / limit.rate);
-    const Wide window_start = origin + window_index(at, origin, limit.period) * limit.period;
-    return clamp_duration(static_cast<double>(window_start - at) + windows * static_cast<double>(limit.period));
+// The boundary that the needed number of windows ends at, computed in 128 bits.
+Micros guess(const Limit &limit, double shortfall, Micros at, Micros origin) noexcept {
+    const double windows = std::ceil(shortfall / limit.rate);
+    const Wide boundary = static_cast<Wide>(origin) + window_index(at, origin, limit.period) * limit.period +
+                          static_cast<Wide>(std::min(windows, 1e18)) * limit.period;
+    constexpr Wide MAX = std::numeric_limits<Micros>::max();
+    return static_cast<Micros>(std::clamp<Wide>(boundary, at, MAX));
 }
+
+}  // namespace
+
+const RefillRules fixed_window_rules = {level, guess};
 
 }  // namespace pg_ratelimit::core

@@ -18,7 +18,10 @@ using Micros = std::int64_t;
 enum class Algorithm : std::uint8_t { token_bucket, fixed_window };
 
 // Bounds that keep every derived figure exact enough and inside int64 (checked by validate.hpp).
-inline constexpr double MAX_UNITS = 1e12;                                  // rate, capacity, cost, max_reserved
+inline constexpr double MAX_UNITS = 1e12;  // rate, capacity, cost, max_reserved
+// The least rate, capacity or cost: subnormal and near-subnormal unit counts lose all precision (their
+// tolerance and refill per microsecond underflow), and no quota needs them.
+inline constexpr double MIN_UNITS = 1e-9;
 inline constexpr Micros MAX_PERIOD = Micros{100} * 366 * 86400 * 1000000;  // 100 years
 inline constexpr Micros MAX_DURATION = MAX_PERIOD * 1000;                  // longest retry_after/reset_after reported
 

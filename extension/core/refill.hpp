@@ -1,6 +1,6 @@
-// The two things that differ between algorithms: how a stored balance grows until now, and how long
-// until a given number of units has been added. Everything else (admission, reservations, refunds)
-// is shared in decision.cpp.
+// What differs between algorithms: how a stored balance grows with time, and a first guess of when it
+// will have grown by a given amount. Everything else (admission, reservations, refunds, the exact waits)
+// is shared in decision.cpp. One file per algorithm implements these.
 #pragma once
 
 #include "core/limit.hpp"
@@ -13,21 +13,28 @@ struct Level {
     Micros at;  // max(now, stored ts): the instant the key is evaluated at
 };
 
-[[nodiscard]] Level token_bucket_level(const Limit &limit, const State &stored, Micros now) noexcept;
-// How long until `units` more have been added. Both treat a shortfall within `tolerance` as covered,
-// like admission does, so float noise never pushes a wait one microsecond or one window too far.
-[[nodiscard]] Micros token_bucket_time_to_gain(const Limit &limit, double units, double tolerance) noexcept;
+struct RefillRules {
+    // The balance of `stored` at `now`. Must be non-decreasing in now (decision.cpp searches it for the
+    // first instant at which a condition holds) and never above capacity.
+    Level (*level)(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept;
+    // A guess of the instant after `at` at which a balance of `value` at `at` has grown by `shortfall`
+    // (> 0) units. Only a starting point: decision.cpp then finds the exact microsecond by evaluating level,
+    // so rounding here can never make a reported wait wrong, only the search longer.
+    Micros (*guess)(const Limit &limit, double shortfall, Micros at, Micros origin) noexcept;
+};
 
-[[nodiscard]] Level fixed_window_level(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept;
-[[nodiscard]] Micros fixed_window_time_to_gain(const Limit &limit, double units, double tolerance, Micros at,
-                                               Micros origin) noexcept;
+// Token bucket: continuous refill at rate / period (token_bucket.cpp).
+extern const RefillRules token_bucket_rules;
+// Fixed window: rate units at each boundary origin + k * period (fixed_window.cpp).
+extern const RefillRules fixed_window_rules;
 
-// ceil(micros) clamped to [0, MAX_DURATION]; NaN and infinities clamp too.
-[[nodiscard]] Micros clamp_duration(double micros) noexcept;
-
-// a - b without overflow: saturates at the int64 limits (only reachable with instants hundreds of
-// thousands of years apart, at the ends of PostgreSQL's timestamp range).
+// a - b and a + b without overflow: they saturate at the int64 limits (only reachable with instants
+// hundreds of thousands of years apart, at the ends of PostgreSQL's timestamp range).
 [[nodiscard]] Micros saturating_sub(Micros a, Micros b) noexcept;
 [[nodiscard]] Micros saturating_add(Micros a, Micros b) noexcept;
+
+// A double number of microseconds as an instant offset: rounded up, clamped to [0, MAX_DURATION]
+// (NaN and infinities clamp too).
+[[nodiscard]] Micros clamp_duration(double micros) noexcept;
 
 }  // namespace pg_ratelimit::core

@@ -4,22 +4,23 @@
 #include "core/refill.hpp"
 
 namespace pg_ratelimit::core {
+namespace {
 
-Level token_bucket_level(const Limit &limit, const State &stored, Micros now) noexcept {
+Level level(const Limit &limit, const State &stored, Micros now, Micros) noexcept {
     const Micros at = std::max(now, stored.ts);
-    // Multiply before dividing: integral elapsed * rate stays exact far longer than rate / period.
+    // Multiply before dividing: integral elapsed * rate stays exact far longer than rate / period. Both
+    // steps round monotonically, so the balance never decreases as time goes on.
     const double gained =
         static_cast<double>(saturating_sub(at, stored.ts)) * limit.rate / static_cast<double>(limit.period);
     return {std::min(stored.value + gained, limit.capacity), at};
 }
 
-Micros token_bucket_time_to_gain(const Limit &limit, double units, double tolerance) noexcept {
-    const double micros = units * static_cast<double>(limit.period) / limit.rate;
-    // The earliest whole microsecond at which the shortfall is within half the tolerance, so the request
-    // is admitted there even after the float rounding of evaluating the refill. The token bucket's
-    // tolerance is under half a microsecond of refill, so an exact wait stays exact (01:00:00, not
-    // 00:59:59.999999) and one microsecond earlier is still denied.
-    return clamp_duration(micros - 0.5 * tolerance * static_cast<double>(limit.period) / limit.rate);
+Micros guess(const Limit &limit, double shortfall, Micros at, Micros) noexcept {
+    return saturating_add(at, clamp_duration(shortfall * static_cast<double>(limit.period) / limit.rate));
 }
+
+}  // namespace
+
+const RefillRules token_bucket_rules = {level, guess};
 
 }  // namespace pg_ratelimit::core

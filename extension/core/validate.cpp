@@ -5,7 +5,7 @@
 #include "core/algorithms.hpp"
 
 namespace pg_ratelimit::core {
-bool valid_units(double units) noexcept { return std::isfinite(units) && units > 0 && units <= MAX_UNITS; }
+bool valid_units(double units) noexcept { return units >= MIN_UNITS && units <= MAX_UNITS; }  // false for NaN
 
 LimitProblem validate_limit(const Limit &limit) noexcept {
     if (!valid_units(limit.rate)) return LimitProblem::rate;

@@ -8,10 +8,10 @@ namespace pg_ratelimit::core {
 
 enum class LimitProblem : std::uint8_t {
     none,
-    rate,             // not finite, <= 0 or > MAX_UNITS
+    rate,             // NaN or outside [MIN_UNITS, MAX_UNITS]
     period,           // <= 0
     period_too_long,  // > MAX_PERIOD
-    capacity,         // not finite, <= 0 or > MAX_UNITS
+    capacity,         // NaN or outside [MIN_UNITS, MAX_UNITS]
     max_reserved,     // NaN or < 0 (+infinity means unlimited)
     start_needs_fixed_window,
     start_out_of_range,  // further than MAX_START_OFFSET from 2000-01-01
@@ -19,14 +19,14 @@ enum class LimitProblem : std::uint8_t {
 
 enum class CostProblem : std::uint8_t {
     none,
-    not_positive_finite,  // NaN, infinite, <= 0 or > MAX_UNITS
+    not_positive_finite,  // NaN or outside [MIN_UNITS, MAX_UNITS]
     exceeds_capacity,     // can never succeed, even on a full key
 };
 
 // Keeps window arithmetic far from int64 overflow: about 10,000 years either side of 2000.
 inline constexpr Micros MAX_START_OFFSET = Micros{10000} * 366 * 86400 * 1000000;
 
-// A finite, positive unit count no larger than MAX_UNITS (rate, capacity, cost).
+// A unit count within [MIN_UNITS, MAX_UNITS] (rate, capacity, cost).
 [[nodiscard]] bool valid_units(double units) noexcept;
 
 [[nodiscard]] LimitProblem validate_limit(const Limit &limit) noexcept;

@@ -30,10 +30,14 @@ TEST(IsFull, FullAndAboveCapacity) {
     EXPECT_FALSE(is_full(limit, State{9.5, kT0}, kT0, 0));
 }
 
+// A row stored later than now (the clock stepped back) is never deletable, even at full capacity: it
+// holds the key's time. Deleted, the key would start afresh at now and refill again up to that instant
+// (the core fuzzer's crash-cleanup-while-clock-behind-mints-units).
 TEST(IsFull, ClockSteppedBack) {
     const Limit limit = Make(Algorithm::token_bucket, 10, 10 * kSec, 10);
-    EXPECT_TRUE(is_full(limit, State{10, kT0}, kT0 - kHour, 0));
+    EXPECT_FALSE(is_full(limit, State{10, kT0}, kT0 - kHour, 0));
     EXPECT_FALSE(is_full(limit, State{5, kT0}, kT0 - kHour, 0));
+    EXPECT_TRUE(is_full(limit, State{10, kT0}, kT0, 0));
 }
 
 TEST(IsFull, FixedWindowAtTheBoundary) {

@@ -230,14 +230,14 @@ TEST(DurationClamp, UnlimitedReservationsStopAtMaxUnits) {
 // A call that would store exactly what the row holds writes nothing (no new row version for nothing):
 // a cost too small to move the balance, or a refund of a full key at the same instant.
 TEST(WriteFlag, NothingToWriteWhenTheRowWouldNotChange) {
-    const Limit limit = Make(Algorithm::token_bucket, 10, kSec, 10, kInf);
-    const State half{5, kT0};
-    EXPECT_FALSE(request(limit, &half, kT0, 5e-324, false, 0).write);
-    EXPECT_FALSE(request(limit, &half, kT0, 1e-300, true, 0).write);
+    const Limit limit = Make(Algorithm::token_bucket, 1, kSec, MAX_UNITS, kInf);
+    const State half{MAX_UNITS / 2, kT0};  // a double there resolves 6e-5 units: MIN_UNITS changes nothing
+    EXPECT_FALSE(request(limit, &half, kT0, MIN_UNITS, false, 0).write);
+    EXPECT_FALSE(request(limit, &half, kT0, MIN_UNITS, true, 0).write);
     EXPECT_TRUE(request(limit, &half, kT0, 1, false, 0).write);
-    const State full{10, kT0};
+    const State full{MAX_UNITS, kT0};
     EXPECT_FALSE(refund(limit, &full, kT0, 1, 0).write);
-    EXPECT_TRUE(request(limit, nullptr, kT0, 5e-324, false, 0).write);  // a new key always gets its row
+    EXPECT_TRUE(request(limit, nullptr, kT0, MIN_UNITS, false, 0).write);  // a new key always gets its row
 }
 
 TEST(DurationClamp, ClampDuration) {

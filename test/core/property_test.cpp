@@ -100,8 +100,9 @@ Micros FillTime(const Limit &l) {
 }
 
 Level LevelAt(const Keyed &s, const State &state, Micros now) {
-    return s.limit.algorithm == Algorithm::token_bucket ? token_bucket_level(s.limit, state, now)
-                                                        : fixed_window_level(s.limit, state, now, s.origin);
+    const RefillRules &rules =
+        s.limit.algorithm == Algorithm::token_bucket ? token_bucket_rules : fixed_window_rules;
+    return rules.level(s.limit, state, now, s.origin);
 }
 
 // floor((t - origin) / period)

@@ -48,7 +48,7 @@ TEST(ValidateLimit, Rate) {
         limit.rate = rate;
         EXPECT_EQ(validate_limit(limit), LimitProblem::rate) << rate;
     }
-    for (const double rate : {1e-9, 0.001, 1.0, MAX_UNITS / 2, MAX_UNITS, std::numeric_limits<double>::denorm_min()}) {
+    for (const double rate : {MIN_UNITS, 0.001, 1.0, MAX_UNITS / 2, MAX_UNITS}) {
         Limit limit = Valid();
         limit.rate = rate;
         EXPECT_EQ(validate_limit(limit), LimitProblem::none) << rate;

@@ -1,0 +1,616 @@
+// libFuzzer target over the pure algorithm core (extension/core/). One key under one limit is driven by
+// a sequence of requests, checks, reservations, refunds, redefinitions, row deletions and clock moves
+// decoded from the input (fuzz_input.hpp), and after every operation the harness checks what the core
+// documents:
+// - validation: validate_limit / validate_cost reject exactly what an independent predicate rejects
+//   (NaN, infinities, <= 0, above the bounds, a start on an algorithm without a grid); rejected input
+//   changes nothing, as the SQL functions raise an error first;
+// - every double finite; retry_after and reset_after within [0, MAX_DURATION]; the balance never above
+//   capacity (+ tolerance); a plain request never leaves debt, a reservation never more than max_reserved;
+//   the key is written at max(now, stored ts), so a clock stepped back is evaluated at the key's time;
+// - admission bound: units admitted in any stretch of key time [a, b] within one definition, net of
+//   refunds, never exceed capacity - value left at b + the algorithm's refill over [a, b]
+//   (algorithms_under_test.hpp), up to float rounding. Key time is the latest instant the key was
+//   written at or judged full at by rate_limit_cleanup (the core evaluates a key at its stored ts when
+//   the clock is behind it), so a clock stepping back, before or after a cleanup, may mint nothing.
+//   Cleanup judges a row at now - CLEANUP_MARGIN, as the glue does, and after a deletion the clock never
+//   steps back behind the instant judged (the documented limit: beyond the margin, a deleted row's key
+//   time is lost);
+// - retry_after: a denied request made again at now + retry_after (same state, same definition)
+//   succeeds, and at now + retry_after - 1 us it is still denied; a reservation's retry_after is when
+//   its debt is repaid, not 1 us earlier;
+//   reset_after likewise for is_full; refunds never raise the balance above capacity;
+// - is_full(row) agrees with a check of a request for the whole capacity.
+// On a violation it prints the invariant, the limit, the clock, the key and the operation, then aborts
+// (libFuzzer keeps the input). PG_RATELIMIT_FUZZ_TRACE=1 prints every operation of a replayed input:
+//   PG_RATELIMIT_FUZZ_TRACE=1 build/fuzz/core_fuzzer crash-<sha1>
+#include <algorithm>
+#include <array>
+#include <cfloat>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "algorithms_under_test.hpp"
+#include "core/algorithms.hpp"
+#include "core/validate.hpp"
+#include "fuzz_input.hpp"
+
+namespace pg_ratelimit::fuzz {
+namespace {
+
+using core::Outcome;
+using core::State;
+
+constexpr int kMaxOps = 256;
+// Float rounding the core may make in one operation (refill, subtraction, cap): a few ulps of the largest
+// magnitude involved, and never less than a few of the smallest double (denormal units round
+// absolutely). The admission bound allows this much per operation in the stretch.
+constexpr long double kRoundingPerOp = 8 * DBL_EPSILON;
+constexpr long double kDenormalRoundingPerOp = 4 * DBL_TRUE_MIN;
+
+bool g_trace = false;
+
+enum class Op : std::uint8_t {
+    request,
+    reserve,
+    check,
+    refund,
+    redefine,
+    advance,
+    step_back,
+    to_boundary,
+    wait_retry,
+    cleanup,
+    reset,
+};
+// Repeated entries weight the choice.
+constexpr Op kOpTable[] = {Op::request,    Op::request,    Op::request,  Op::reserve, Op::reserve,   Op::check,
+                           Op::refund,     Op::advance,    Op::advance,  Op::advance, Op::step_back, Op::to_boundary,
+                           Op::wait_retry, Op::wait_retry, Op::redefine, Op::cleanup, Op::reset};
+
+const char *op_name(Op op) {
+    switch (op) {
+        case Op::request:
+            return "request";
+        case Op::reserve:
+            return "request(reserve)";
+        case Op::check:
+            return "check";
+        case Op::refund:
+            return "refund";
+        case Op::redefine:
+            return "redefine";
+        case Op::advance:
+            return "advance";
+        case Op::step_back:
+            return "step_back";
+        case Op::to_boundary:
+            return "to_boundary";
+        case Op::wait_retry:
+            return "wait_retry";
+        case Op::cleanup:
+            return "cleanup";
+        case Op::reset:
+            return "reset";
+    }
+    return "?";
+}
+
+void print_limit(const char *label, const Limit &l, Micros origin) {
+    // tolerance() assumes a valid limit (it divides by the period).
+    const bool valid = core::validate_limit(l) == core::LimitProblem::none;
+    std::fprintf(stderr,
+                 "  %s: %s rate=%.17g period=%" PRId64 " capacity=%.17g max_reserved=%.17g start=%s%" PRId64
+                 " origin=%" PRId64 " tolerance=%.17g%s\n",
+                 label, algorithm_under_test(l.algorithm).name, l.rate, l.period, l.capacity, l.max_reserved,
+                 l.has_start ? "" : "(none) ", l.start, origin, valid ? core::tolerance(l) : 0.0,
+                 valid ? "" : " (invalid)");
+}
+
+// --- validation --------------------------------------------------------------------------------------
+
+bool valid_units(double units) {
+    return std::isfinite(units) && units >= core::MIN_UNITS && units <= core::MAX_UNITS;
+}
+
+unsigned problem_bit(core::LimitProblem problem) { return 1U << static_cast<unsigned>(problem); }
+
+// What validate_limit must reject, worked out without it: one bit per LimitProblem.
+unsigned expected_problems(const Limit &l) {
+    using core::LimitProblem;
+    unsigned problems = 0;
+    if (!valid_units(l.rate)) problems |= problem_bit(LimitProblem::rate);
+    if (l.period <= 0) problems |= problem_bit(LimitProblem::period);
+    if (l.period > core::MAX_PERIOD) problems |= problem_bit(LimitProblem::period_too_long);
+    if (!valid_units(l.capacity)) problems |= problem_bit(LimitProblem::capacity);
+    if (!(l.max_reserved == kInf || (l.max_reserved >= 0 && l.max_reserved <= core::MAX_UNITS)))
+        problems |= problem_bit(LimitProblem::max_reserved);
+    if (l.has_start) {
+        if (!algorithm_under_test(l.algorithm).accepts_start) {
+            problems |= problem_bit(LimitProblem::start_needs_fixed_window);
+        } else if (l.start > core::MAX_START_OFFSET || l.start < -core::MAX_START_OFFSET) {
+            problems |= problem_bit(LimitProblem::start_out_of_range);
+        }
+    }
+    return problems;
+}
+
+// Whether rate_limit_define accepts the limit; aborts if validate_limit disagrees with the predicate.
+bool accepted(const Limit &l) {
+    const unsigned expected = expected_problems(l);
+    const core::LimitProblem problem = core::validate_limit(l);
+    const bool agrees = problem == core::LimitProblem::none ? expected == 0 : (expected & problem_bit(problem)) != 0;
+    if (!agrees) {
+        std::fprintf(stderr, "core fuzzer: INVARIANT VIOLATED: validate_limit rejects what it should\n");
+        print_limit("limit", l, 0);
+        std::fprintf(stderr, "  validate_limit=%u, expected problems (bit mask)=0x%x\n", static_cast<unsigned>(problem),
+                     expected);
+        std::abort();
+    }
+    return expected == 0;
+}
+
+// Adds a wait to an instant; false if the result is past PostgreSQL's last timestamp (never checked).
+bool later(Micros from, Micros wait, Micros *then) {
+    return !__builtin_add_overflow(from, wait, then) && *then < kPgEndTimestamp;
+}
+
+Micros clamp_to_pg_range(__int128 t) {
+    return static_cast<Micros>(std::clamp<__int128>(t, kPgMinTimestamp, kPgEndTimestamp - 1));
+}
+
+// --- one key under one limit ---------------------------------------------------------------------------
+
+// A write to the key, with the running totals before it: the start of the stretches the bound checks.
+struct Written {
+    long double admitted_before;
+    long double refunded_before;
+    Micros at;  // key time: the latest instant the key has been written at, after this write
+    int cleanups_before;
+};
+
+class Run {
+  public:
+    Run(const Limit &limit, std::uint64_t key_hash, Micros now) : key_hash_(key_hash), now_(now) { define(limit); }
+
+    void step(Bytes &in) {
+        ++op_index_;
+        op_ = in.pick(kOpTable);
+        cost_ = 0;
+        reserve_ = false;
+        switch (op_) {
+            case Op::request:
+                decide(in, /*reserve=*/false, /*write=*/true);
+                break;
+            case Op::reserve:
+                decide(in, /*reserve=*/true, /*write=*/true);
+                break;
+            case Op::check:
+                decide(in, /*reserve=*/false, /*write=*/false);
+                break;
+            case Op::refund:
+                give_back(in);
+                break;
+            case Op::redefine:
+                redefine(in);
+                break;
+            case Op::advance:
+                move_clock(static_cast<__int128>(now_) + clock_move(in, limit_));
+                break;
+            case Op::step_back:
+                move_clock(static_cast<__int128>(now_) - clock_move(in, limit_));
+                break;
+            case Op::to_boundary: {
+                // Just around the next boundary of the window grid (the period grid for other algorithms).
+                const __int128 index = floor_div(static_cast<__int128>(now_) - origin_, limit_.period) + 1;
+                move_clock(origin_ + index * limit_.period + in.u8() % 5 - 2);
+                break;
+            }
+            case Op::wait_retry:
+                move_clock(static_cast<__int128>(now_) + last_wait_ + in.u8() % 5 - 2);
+                break;
+            case Op::cleanup:
+                cleanup();
+                break;
+            case Op::reset:
+                forget_key();
+                break;
+        }
+        if (g_trace && op_ != Op::request && op_ != Op::reserve && op_ != Op::check && op_ != Op::refund) {
+            std::fprintf(stderr, "#%d %s -> now=%" PRId64 " row=%s{%.17g, %" PRId64 "}\n", op_index_, op_name(op_),
+                         now_, has_row_ ? "" : "(none) ", row_.value, row_.ts);
+        }
+        check_row();
+    }
+
+  private:
+    // --- operations ---
+
+    void define(const Limit &limit) {
+        limit_ = limit;
+        algorithm_ = &algorithm_under_test(limit.algorithm);
+        // As the glue does: only a grid without a start is offset per key.
+        const bool keyed_grid = algorithm_->accepts_start && !limit.has_start;
+        origin_ = core::window_origin(limit, keyed_grid ? key_hash_ : 0);
+        const Micros expected_origin =
+            limit.has_start ? limit.start : static_cast<Micros>((keyed_grid ? key_hash_ : 0) % limit.period);
+        require(!algorithm_->accepts_start || origin_ == expected_origin, "window_origin is start or key hash % period",
+                "origin=%" PRId64 " expected=%" PRId64, origin_, expected_origin);
+        // A new definition starts new stretches: the bound holds within one definition.
+        written_count_ = 0;
+        admitted_ = 0;
+        refunded_ = 0;
+        magnitude_ = limit.capacity;
+    }
+
+    void redefine(Bytes &in) {
+        const Limit next = fuzz::limit(in);
+        if (g_trace) print_limit("redefine to", next, 0);
+        if (!accepted(next)) return;  // rate_limit_define raises an error: nothing changes
+        // A key's two numbers mean something else under another algorithm: rate_limit_define deletes it.
+        if (next.algorithm != limit_.algorithm) forget_key();
+        define(next);
+    }
+
+    // rate_limit_reset, or a redefinition with another algorithm: the key starts afresh.
+    void forget_key() {
+        has_row_ = false;
+        has_latest_ = false;
+        written_count_ = 0;
+    }
+
+    // rate_limit_cleanup: deletes the row if it is full (equivalent to no row). The key was full at the
+    // instant it was judged at, so the bound's key time moves there: a key that later starts afresh at an
+    // earlier clock reading is held to what it could have taken since that instant.
+    void cleanup() {
+        const Micros judged = now_ - core::CLEANUP_MARGIN;
+        if (!has_row_ || !core::is_full(limit_, row_, judged, origin_)) return;
+        clock_floor_ = std::max(clock_floor_, judged);
+        latest_ = has_latest_ ? std::max(latest_, judged) : judged;
+        has_latest_ = true;
+        has_row_ = false;
+        ++cleanups_;
+    }
+
+    void move_clock(__int128 to) {
+        if (to < clock_floor_) to = clock_floor_;  // see the top of the file: within the cleanup margin
+        cost_ = static_cast<double>(to - now_);
+        now_ = clamp_to_pg_range(to);
+    }
+
+    // A cost as the SQL functions take it; false (an ERROR in SQL) if validation rejects it.
+    bool read_cost(Bytes &in) {
+        cost_ = fuzz::cost(in, limit_);
+        core::CostProblem expected = core::CostProblem::none;
+        if (!valid_units(cost_)) {
+            expected = core::CostProblem::not_positive_finite;
+        } else if (cost_ > limit_.capacity + core::tolerance(limit_)) {
+            expected = core::CostProblem::exceeds_capacity;
+        }
+        const core::CostProblem problem = core::validate_cost(limit_, cost_);
+        require(problem == expected, "validate_cost rejects what it should", "validate_cost=%u expected=%u",
+                static_cast<unsigned>(problem), static_cast<unsigned>(expected));
+        return problem == core::CostProblem::none;
+    }
+
+    // rate_limit_request (write) or rate_limit_check (no write, no reservation).
+    void decide(Bytes &in, bool reserve, bool write) {
+        reserve_ = reserve;
+        if (!read_cost(in)) return;
+        const State *stored = has_row_ ? &row_ : nullptr;
+        const Outcome out = core::request(limit_, stored, now_, cost_, reserve, origin_);
+        trace(out);
+        check_common(out, stored);
+        const double tol = core::tolerance(limit_);
+        if (out.allowed) {
+            // It writes unless the row would stay exactly as it is (a cost below the balance's resolution).
+            const bool changes = stored == nullptr || out.next.value != stored->value || out.next.ts != stored->ts;
+            require(out.write == changes && out.next.value == out.balance && out.next.ts == key_instant(),
+                    "an admitted request writes its balance at max(now, stored ts), if that changes the row",
+                    "write=%d next={%.17g, %" PRId64 "} balance=%.17g expected ts=%" PRId64, out.write, out.next.value,
+                    out.next.ts, out.balance, key_instant());
+            if (reserve) {
+                require(-out.balance <= limit_.max_reserved + tol, "a reservation's debt is within max_reserved",
+                        "balance=%.17g", out.balance);
+            } else {
+                require(out.balance >= -tol, "a plain request never leaves debt", "balance=%.17g", out.balance);
+            }
+            if (out.balance >= -tol) {
+                require(out.retry_after == 0, "allowed without debt: retry_after is 0", "retry_after=%" PRId64,
+                        out.retry_after);
+            } else {
+                check_debt_wait(out);
+            }
+        } else {
+            require(!out.write, "a denied request writes nothing", "write=%d", out.write);
+            check_denied_wait(out, stored);
+        }
+        check_reset_after(out, out.write ? &out.next : stored);
+        last_wait_ = out.retry_after;
+        if (write && out.allowed) {
+            row_ = out.next;
+            has_row_ = true;
+            record_write(cost_, 0);
+        }
+    }
+
+    // rate_limit_refund.
+    void give_back(Bytes &in) {
+        if (!read_cost(in)) return;
+        const State *stored = has_row_ ? &row_ : nullptr;
+        const Outcome out = core::refund(limit_, stored, now_, cost_, origin_);
+        trace(out);
+        check_common(out, stored);
+        const double tol = core::tolerance(limit_);
+        const bool changes = has_row_ && (out.next.value != row_.value || out.next.ts != row_.ts);
+        require(out.allowed && out.write == changes, "a refund is allowed and writes only an existing row it changes",
+                "allowed=%d write=%d", out.allowed, out.write);
+        require(out.balance <= limit_.capacity, "a refund never raises the balance above capacity", "balance=%.17g",
+                out.balance);
+        if (out.write) {
+            require(out.next.value == out.balance && out.next.ts == key_instant(),
+                    "a refund writes its balance at max(now, stored ts)",
+                    "next={%.17g, %" PRId64 "} balance=%.17g expected ts=%" PRId64, out.next.value, out.next.ts,
+                    out.balance, key_instant());
+        }
+        if (out.balance >= -tol) {
+            require(out.retry_after == 0, "a refund out of debt has retry_after 0", "retry_after=%" PRId64,
+                    out.retry_after);
+        } else if (out.write) {
+            require(out.retry_after > 0, "a refund still in debt has retry_after > 0", "retry_after=%" PRId64,
+                    out.retry_after);
+            check_repaid_at(out.next, out.retry_after);
+        }
+        check_reset_after(out, out.write ? &out.next : stored);
+        last_wait_ = out.retry_after;
+        if (out.write) {
+            row_ = out.next;
+            record_write(0, cost_);
+        }
+    }
+
+    // --- invariants ---
+
+    // Where the core evaluates the key: at the stored ts if the clock is behind it.
+    [[nodiscard]] Micros key_instant() const { return has_row_ ? std::max(now_, row_.ts) : now_; }
+
+    void check_common(const Outcome &out, const State *stored) {
+        const double tol = core::tolerance(limit_);
+        require(std::isfinite(out.balance) && std::isfinite(out.next.value), "values are finite",
+                "balance=%.17g next.value=%.17g", out.balance, out.next.value);
+        require(out.retry_after >= 0 && out.retry_after <= core::MAX_DURATION && out.reset_after >= 0 &&
+                    out.reset_after <= core::MAX_DURATION,
+                "retry_after and reset_after within [0, MAX_DURATION]", "retry_after=%" PRId64 " reset_after=%" PRId64,
+                out.retry_after, out.reset_after);
+        require(out.balance <= limit_.capacity + tol, "the balance never exceeds capacity", "balance=%.17g",
+                out.balance);
+        const auto whole = static_cast<double>(core::whole_units(limit_, out.balance));
+        require(whole >= 0 && whole <= limit_.capacity + 2 * tol, "whole_units within [0, capacity]",
+                "whole_units=%.17g balance=%.17g", whole, out.balance);
+        magnitude_ = std::max({magnitude_, std::fabs(out.balance), cost_});
+        if (stored != nullptr) magnitude_ = std::max(magnitude_, std::fabs(stored->value));
+    }
+
+    // A denied request: the same request from the same state succeeds at now + retry_after, and not 1 us
+    // earlier.
+    void check_denied_wait(const Outcome &out, const State *stored) {
+        require(out.retry_after > 0, "a denied request has retry_after > 0", "retry_after=%" PRId64, out.retry_after);
+        Micros then = 0;
+        if (out.retry_after < core::MAX_DURATION && later(now_, out.retry_after, &then)) {
+            const Outcome retried = core::request(limit_, stored, then, cost_, reserve_, origin_);
+            require(retried.allowed, "retry_after honoured: the same request succeeds at now + retry_after",
+                    "retry_after=%" PRId64 " at %" PRId64 ": balance=%.17g", out.retry_after, then, retried.balance);
+        }
+        if (later(now_, out.retry_after - 1, &then)) {
+            const Outcome early = core::request(limit_, stored, then, cost_, reserve_, origin_);
+            require(!early.allowed, "retry_after exact: the same request is still denied 1 us before retry_after",
+                    "retry_after=%" PRId64 " at %" PRId64 ": allowed, balance=%.17g", out.retry_after, then,
+                    early.balance);
+        }
+    }
+
+    // A reservation that went into debt: retry_after is when the debt is repaid, exactly (check_repaid_at).
+    // (Not checked: that this is also when a plain request of the same cost, from the state before, would
+    // have succeeded. That is a different sum of the same numbers, (balance + refill) - cost instead of
+    // (balance - cost) + refill, and at the tolerance boundary the two round to different answers, by a
+    // whole window for a fixed window. What the core promises is about the state it stores.)
+    void check_debt_wait(const Outcome &out) {
+        require(out.retry_after > 0, "a reservation in debt has retry_after > 0", "retry_after=%" PRId64,
+                out.retry_after);
+        check_repaid_at(out.next, out.retry_after);
+    }
+
+    // Out of debt (balance >= -tolerance): what a refund's retry_after == 0 reports. A refund of the
+    // smallest double changes no balance that matters.
+    [[nodiscard]] bool out_of_debt(const State &state, Micros at) const {
+        return core::refund(limit_, &state, at, DBL_TRUE_MIN, origin_).retry_after == 0;
+    }
+
+    // A key in debt by `state` is out of debt at now + wait, and not 1 us earlier.
+    void check_repaid_at(const State &state, Micros wait) {
+        Micros then = 0;
+        if (wait < core::MAX_DURATION && later(now_, wait, &then)) {
+            require(out_of_debt(state, then), "the debt is repaid at now + retry_after",
+                    "state={%.17g, %" PRId64 "} retry_after=%" PRId64, state.value, state.ts, wait);
+        }
+        if (later(now_, wait - 1, &then)) {
+            require(!out_of_debt(state, then), "retry_after exact: still in debt 1 us before retry_after",
+                    "state={%.17g, %" PRId64 "} retry_after=%" PRId64, state.value, state.ts, wait);
+        }
+    }
+
+    // The key (after the call) is full at now + reset_after, and not 1 us earlier.
+    void check_reset_after(const Outcome &out, const State *after) {
+        if (after == nullptr) {
+            require(out.reset_after == 0, "a key without a row is full: reset_after 0", "reset_after=%" PRId64,
+                    out.reset_after);
+            return;
+        }
+        check_is_full(*after);
+        // Back at full capacity: a request for the whole capacity would be admitted (is_full says the same
+        // once the clock is not behind the row).
+        const auto at_capacity = [&](Micros t) {
+            return core::request(limit_, after, t, limit_.capacity, false, origin_).allowed;
+        };
+        Micros then = 0;
+        if (out.reset_after < core::MAX_DURATION && later(now_, out.reset_after, &then)) {
+            require(at_capacity(then), "the key is full at now + reset_after",
+                    "after={%.17g, %" PRId64 "} reset_after=%" PRId64, after->value, after->ts, out.reset_after);
+        }
+        if (out.reset_after > 0 && later(now_, out.reset_after - 1, &then)) {
+            require(!at_capacity(then),
+                    "reset_after exact: the key is not full 1 us before reset_after",
+                    "after={%.17g, %" PRId64 "} reset_after=%" PRId64, after->value, after->ts, out.reset_after);
+        }
+    }
+
+    // After every operation: the row's numbers are finite and is_full agrees with a check.
+    void check_row() {
+        if (!has_row_) return;
+        require(std::isfinite(row_.value), "the stored value is finite", "value=%.17g", row_.value);
+        check_is_full(row_);
+    }
+
+    // is_full agrees with a check of a request for the whole capacity, so deleting a full row changes no
+    // decision; except that a row stored ahead of the clock (it stepped back) is never full: it holds the
+    // key's time (crash-cleanup-while-clock-behind-mints-units).
+    void check_is_full(const State &state) {
+        const bool full = core::is_full(limit_, state, now_, origin_);
+        const Outcome whole = core::request(limit_, &state, now_, limit_.capacity, false, origin_);
+        const bool expected = whole.allowed && now_ >= state.ts;
+        require(full == expected, "is_full agrees with a check of a request for the whole capacity",
+                "state={%.17g, %" PRId64 "} is_full=%d check(capacity).allowed=%d balance=%.17g", state.value, state.ts,
+                full, whole.allowed, whole.balance);
+    }
+
+    // A write of the key: the next stretch start, and the bound over every stretch ending here.
+    void record_write(double admitted, double refunded) {
+        // Key time never goes back (see latest_), whatever the clock does and whether the row survived.
+        const Micros at = has_latest_ ? std::max(now_, latest_) : now_;
+        written_[written_count_++] = {admitted_, refunded_, at, cleanups_};
+        admitted_ += admitted;
+        refunded_ += refunded;
+        latest_ = at;
+        has_latest_ = true;
+        if (admitted > 0) check_admission_bound(at);
+    }
+
+    // Admitted units over every stretch [a, at] of this definition (net of refunds) are within capacity
+    // - the value left now + the refill over the stretch: the key held at most capacity at a, gained at
+    // most the refill, and holds row_.value now.
+    void check_admission_bound(Micros at) {
+        const long double tol = core::tolerance(limit_);
+        const long double magnitude = magnitude_;
+        for (int i = 0; i < written_count_; ++i) {
+            const Written &from = written_[i];
+            const long double admitted = admitted_ - from.admitted_before;
+            const long double refunded = refunded_ - from.refunded_before;
+            const long double refill = algorithm_->refill_bound(limit_, origin_, from.at, at);
+            const long double bound = limit_.capacity - static_cast<long double>(row_.value) + refill + refunded;
+            // Rounding: the admission tolerance (once: a shortfall it forgives is kept as debt), the
+            // tolerance of each full row deleted, and a few ulps per operation and of the refill.
+            const long double slack = 2 * tol + (cleanups_ - from.cleanups_before) * tol +
+                                      (written_count_ - i + 2) * (kRoundingPerOp * magnitude + kDenormalRoundingPerOp) +
+                                      kRoundingPerOp * refill;
+            if (admitted > bound + slack) {
+                fail("admission bound: units admitted in a stretch within capacity + refill + refunds - value left",
+                     "stretch [%" PRId64 ", %" PRId64
+                     "] (writes %d..%d): admitted=%.17Lg refunded=%.17Lg refill=%.17Lg"
+                     " value now=%.17g bound=%.17Lg excess=%.6Lg slack=%.6Lg",
+                     from.at, at, i, written_count_ - 1, admitted, refunded, refill, row_.value, bound,
+                     admitted - bound, slack);
+            }
+        }
+    }
+
+    // --- reporting ---
+
+    void trace(const Outcome &out) const {
+        if (!g_trace) return;
+        std::fprintf(stderr,
+                     "#%d %s cost=%.17g now=%" PRId64 " row=%s{%.17g, %" PRId64
+                     "} -> allowed=%d balance=%.17g"
+                     " retry_after=%" PRId64 " reset_after=%" PRId64 "\n",
+                     op_index_, op_name(op_), cost_, now_, has_row_ ? "" : "(none) ", row_.value, row_.ts, out.allowed,
+                     out.balance, out.retry_after, out.reset_after);
+    }
+
+    __attribute__((format(printf, 4, 5))) void require(bool ok, const char *invariant, const char *format, ...) const {
+        if (ok) return;
+        va_list args;
+        va_start(args, format);
+        vfail(invariant, format, args);
+    }
+
+    [[noreturn]] __attribute__((format(printf, 3, 4))) void fail(const char *invariant, const char *format, ...) const {
+        va_list args;
+        va_start(args, format);
+        vfail(invariant, format, args);
+    }
+
+    [[noreturn]] void vfail(const char *invariant, const char *format, va_list args) const {
+        std::fprintf(stderr, "\ncore fuzzer: INVARIANT VIOLATED: %s\n", invariant);
+        std::fprintf(stderr, "  operation #%d: %s %s=%.17g reserve=%d\n", op_index_, op_name(op_),
+                     op_ == Op::advance || op_ == Op::step_back || op_ == Op::to_boundary || op_ == Op::wait_retry
+                         ? "clock move"
+                         : "cost",
+                     cost_, reserve_);
+        print_limit("limit", limit_, origin_);
+        std::fprintf(stderr, "  now=%" PRId64 " row=%s{%.17g, %" PRId64 "}\n  ", now_, has_row_ ? "" : "(none) ",
+                     row_.value, row_.ts);
+        std::vfprintf(stderr, format, args);
+        std::fprintf(stderr, "\n  replay with PG_RATELIMIT_FUZZ_TRACE=1 to print every operation\n");
+        std::abort();
+    }
+
+    // Ordered by alignment (clang-analyzer's padding check).
+    long double admitted_ = 0;  // running totals within the definition
+    long double refunded_ = 0;
+    std::array<Written, kMaxOps> written_{};
+    Limit limit_{};
+    const AlgorithmUnderTest *algorithm_ = nullptr;
+    State row_{};
+    Micros origin_ = 0;
+    std::uint64_t key_hash_;
+    Micros now_;
+    Micros latest_ = 0;     // the key time: the latest instant written at or judged full at by cleanup
+    Micros clock_floor_ = std::numeric_limits<Micros>::min();  // the latest instant cleanup judged a row at
+    Micros last_wait_ = 0;  // the last retry_after reported (wait_retry moves the clock by it)
+    double magnitude_ = 0;  // largest capacity, balance or cost seen: the scale of rounding
+    double cost_ = 0;       // the current operation's cost (or clock move), for reports
+    int written_count_ = 0;
+    int cleanups_ = 0;
+    int op_index_ = 0;  // the current operation, for reports
+    Op op_ = Op::request;
+    bool has_row_ = false;
+    bool has_latest_ = false;
+    bool reserve_ = false;
+};
+
+}  // namespace
+}  // namespace pg_ratelimit::fuzz
+
+extern "C" int LLVMFuzzerInitialize(int * /*argc*/, char *** /*argv*/) {
+    const char *trace = std::getenv("PG_RATELIMIT_FUZZ_TRACE");
+    pg_ratelimit::fuzz::g_trace = trace != nullptr && *trace != '\0' && std::strcmp(trace, "0") != 0;
+    return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
+    using namespace pg_ratelimit::fuzz;
+    Bytes in(data, size);
+    const Limit limit = pg_ratelimit::fuzz::limit(in);
+    const std::uint64_t key_hash = in.bits(8);
+    const Micros now = first_instant(in);
+    if (g_trace) print_limit("define", limit, 0);
+    if (!accepted(limit)) return 0;  // rate_limit_define raises an error
+    Run run(limit, key_hash, now);
+    for (int op = 0; op < kMaxOps && !in.empty(); ++op) run.step(in);
+    return 0;
+}
