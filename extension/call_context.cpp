@@ -101,10 +101,10 @@ double cost_arg(FunctionCallInfo fcinfo, int argno) {
     const double cost = PG_GETARG_FLOAT8(argno);
     // Capacity is checked once the limit is known.
     if (!core::valid_units(cost))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("cost must be positive, finite and at most %s", number_text(core::MAX_UNITS)),
-                        errdetail("cost is %s; the allowed range is (0, %s].", number_text(cost),
-                                  number_text(core::MAX_UNITS))));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("cost must be between %s and %s", number_text(core::MIN_UNITS), number_text(core::MAX_UNITS)),
+                 errdetail("cost is %s.", number_text(cost))));
     return cost;
 }
 

@@ -4,7 +4,8 @@
 //
 // Meant for a periodic job (pg_cron, say), at READ COMMITTED. It reads each limit's keys through a cursor
 // and deletes a row only if it still holds the two numbers that were judged full (compare-and-set, as
-// requests write), so it never undoes a concurrent request.
+// requests write), so it never undoes a concurrent request, and only if the key was full already five
+// minutes ago (core::CLEANUP_MARGIN), so that a server clock stepped back by up to that much mints nothing.
 //
 // Concurrent definitions: before it reads a limit's definition, cleanup takes the limit's lock in share
 // mode (limit_lock.hpp) and keeps it, so a redefinition or drop of that limit waits until the cleanup
@@ -63,7 +64,9 @@ int64 delete_full_keys(const core::Limit &limit, Datum limit_name) {
             const core::Micros origin = core::window_origin(
                 limit, keyed_grid ? core::key_hash(VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)) : 0);
             const core::State stored{DatumGetFloat8(value), DatumGetTimestampTz(ts)};
-            if (!core::is_full(limit, stored, clock_now(), origin)) continue;
+            // Full already CLEANUP_MARGIN ago (core/algorithms.hpp): a clock stepped back by less than that
+            // can then never reach behind the deleted row's time.
+            if (!core::is_full(limit, stored, clock_now() - core::CLEANUP_MARGIN, origin)) continue;
             Datum args[] = {limit_name, key, value, ts};
             if (SPI_execute_plan(delete_if_unchanged, args, nullptr, false, 0) != SPI_OK_DELETE)
                 elog(ERROR, "pg_ratelimit: cleanup delete failed");

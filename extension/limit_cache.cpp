@@ -139,9 +139,9 @@ void require_valid_limit(const core::Limit &limit) {
             return;
         case core::LimitProblem::rate:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("rate must be positive, finite and at most %s", number_text(core::MAX_UNITS)),
-                            errdetail("rate is %s; the allowed range is (0, %s].", number_text(limit.rate),
-                                      number_text(core::MAX_UNITS))));
+                            errmsg("rate must be between %s and %s", number_text(core::MIN_UNITS),
+                                   number_text(core::MAX_UNITS)),
+                            errdetail("rate is %s.", number_text(limit.rate))));
             break;
         case core::LimitProblem::period:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("period must be positive"),
@@ -153,9 +153,9 @@ void require_valid_limit(const core::Limit &limit) {
             break;
         case core::LimitProblem::capacity:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("capacity must be positive, finite and at most %s", number_text(core::MAX_UNITS)),
-                            errdetail("capacity is %s; the allowed range is (0, %s].", number_text(limit.capacity),
-                                      number_text(core::MAX_UNITS))));
+                            errmsg("capacity must be between %s and %s", number_text(core::MIN_UNITS),
+                                   number_text(core::MAX_UNITS)),
+                            errdetail("capacity is %s.", number_text(limit.capacity))));
             break;
         case core::LimitProblem::max_reserved:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -14,10 +14,10 @@ CREATE TYPE @extschema@.rate_limit_decision AS (
 CREATE TABLE @extschema@.rate_limit_config (
     name         text COLLATE "C" PRIMARY KEY CHECK (name <> '' AND octet_length(name) <= 128),
     algorithm    text NOT NULL CHECK (algorithm IN ('token_bucket', 'fixed_window')),
-    rate         float8 NOT NULL CHECK (rate > 0 AND rate <= 1e12),
+    rate         float8 NOT NULL CHECK (rate >= 1e-9 AND rate <= 1e12),
     period       interval NOT NULL CHECK (period > interval '0' AND date_part('month', period) = 0
                                           AND date_part('year', period) = 0),
-    capacity     float8 NOT NULL CHECK (capacity > 0 AND capacity <= 1e12),
+    capacity     float8 NOT NULL CHECK (capacity >= 1e-9 AND capacity <= 1e12),
     max_reserved float8 CHECK (max_reserved >= 0 AND (max_reserved <= 1e12 OR max_reserved = 'Infinity')),
                                                                                -- NULL: unlimited
     start        timestamptz CHECK (start IS NULL OR (algorithm = 'fixed_window' AND isfinite(start)))

@@ -53,6 +53,7 @@ run_suite "unit tests (GoogleTest, no server)" count_ctest \
     ctest --test-dir "$ROOT/build" -L unit --no-tests=error --output-on-failure
 run_suite "unit tests under ASan + UBSan" count_ctest \
     ctest --test-dir "$ROOT/build-asan" -L unit --no-tests=error --output-on-failure
+run_suite "fuzz: core (libFuzzer, ASan + UBSan, 60 s)" count_cases "$ROOT/scripts/fuzz.sh" 60
 run_suite "client install (no GoogleTest; find_package, pkg-config)" count_cases "$ROOT/test/client_install.sh"
 
 # Every server-side suite runs once per access path (extension/state_access.hpp), against a cluster

@@ -366,20 +366,20 @@ $$;
 
 CREATE TEMP TABLE extreme_cases (id serial, label text, statement text);
 INSERT INTO extreme_cases (label, statement) VALUES
-    ('rate 5e-324 per second, capacity = rate',
-     $$SELECT pg_temp.use_limit(5e-324, '1 second', 'token_bucket', NULL, NULL, NULL, 'k', '{5e-324,5e-324}', false)$$),
-    ('rate 5e-324 per 36600 days, capacity 1e12',
-     $$SELECT pg_temp.use_limit(5e-324, '36600 days', 'token_bucket', 1e12, NULL, NULL, 'k', '{1e12,1}', false)$$),
-    ('rate 1e-300 per microsecond, capacity 1e12',
-     $$SELECT pg_temp.use_limit(1e-300, '1 microsecond', 'token_bucket', 1e12, NULL, NULL, 'k', '{1e12,1}', false)$$),
+    ('rate 1e-9 (the least) per second, capacity = rate',
+     $$SELECT pg_temp.use_limit(1e-9, '1 second', 'token_bucket', NULL, NULL, NULL, 'k', '{1e-9,1e-9}', false)$$),
+    ('rate 1e-9 per 36600 days, capacity 1e12',
+     $$SELECT pg_temp.use_limit(1e-9, '36600 days', 'token_bucket', 1e12, NULL, NULL, 'k', '{1e12,1}', false)$$),
+    ('rate 1e-9 per microsecond, capacity 1e12',
+     $$SELECT pg_temp.use_limit(1e-9, '1 microsecond', 'token_bucket', 1e12, NULL, NULL, 'k', '{1e12,1}', false)$$),
     ('rate 1e12 per microsecond',
      $$SELECT pg_temp.use_limit(1e12, '1 microsecond', 'token_bucket', NULL, NULL, NULL, 'k', '{1e12,1e12,1}', false)$$),
-    ('capacity 5e-324, rate 1e12 per 36600 days',
-     $$SELECT pg_temp.use_limit(1e12, '36600 days', 'token_bucket', 5e-324, NULL, NULL, 'k', '{5e-324,5e-324}', false)$$),
+    ('capacity 1e-9, rate 1e12 per 36600 days',
+     $$SELECT pg_temp.use_limit(1e12, '36600 days', 'token_bucket', 1e-9, NULL, NULL, 'k', '{1e-9,1e-9}', false)$$),
     ('max_reserved 1e12, reserve 1e12 twice',
      $$SELECT pg_temp.use_limit(1, '36600 days', 'token_bucket', 1e12, 1e12, NULL, 'k', '{1e12,1e12,1e12}', true)$$),
     ('max_reserved unlimited (Infinity), reserve 1e12 x3',
-     $$SELECT pg_temp.use_limit(1e-300, '36600 days', 'token_bucket', 1e12, 'Infinity', NULL, 'k',
+     $$SELECT pg_temp.use_limit(1e-9, '36600 days', 'token_bucket', 1e12, 'Infinity', NULL, 'k',
                                 '{1e12,1e12,1e12}', true)$$),
     ('max_reserved -0, reserve',
      $$SELECT pg_temp.use_limit(1, '1 second', 'token_bucket', 1, '-0', NULL, 'k', '{1,1}', true)$$),
@@ -390,10 +390,10 @@ INSERT INTO extreme_cases (label, statement) VALUES
      $$SELECT pg_temp.use_limit(1, '36600 days', 'fixed_window', NULL, NULL,
                                 '2000-01-01+00'::timestamptz + '3660000 days', 'k', '{1,1}', false)$$),
     ('fixed window, keyed 36600-day windows, 1024-byte key',
-     $$SELECT pg_temp.use_limit(5e-324, '36600 days', 'fixed_window', 1e12, NULL, NULL, repeat('k', 1024),
+     $$SELECT pg_temp.use_limit(1e-9, '36600 days', 'fixed_window', 1e12, NULL, NULL, repeat('k', 1024),
                                 '{1e12,1}', false)$$),
-    ('fixed window, rollover capacity 1e12, rate 5e-324',
-     $$SELECT pg_temp.use_limit(5e-324, '1 microsecond', 'fixed_window', 1e12, 1e12, NULL, 'k', '{1e12,1e12}',
+    ('fixed window, rollover capacity 1e12, rate 1e-9',
+     $$SELECT pg_temp.use_limit(1e-9, '1 microsecond', 'fixed_window', 1e12, 1e12, NULL, 'k', '{1e12,1e12}',
                                 true)$$);
 
 SELECT e.id, e.label, r.outcome, r.writes

@@ -40,8 +40,8 @@ Micros wait_until_covered(const Limit &limit, const State *from, double units, d
     // Invariant: ok(hi), !ok(lo). Start from the algorithm's guess, usually exact or one off.
     Micros lo = start.at;
     Micros hi = last;
-    const Micros guess = std::clamp(rules_of(limit).guess(limit, units - allowance - start.value, start.at, origin),
-                                    start.at + 1, last);
+    const Micros guess =
+        std::clamp(rules_of(limit).guess(limit, units - allowance - start.value, start.at, origin), start.at + 1, last);
     if (ok(guess)) {
         hi = guess;
         if (!ok(guess - 1)) return guess - now;
@@ -140,8 +140,7 @@ Outcome request(const Limit &limit, const State *stored, Micros now, double cost
 bool is_full(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept {
     // A row stored later than now (the clock stepped back) is kept: it holds the key's time, and without it
     // the key would refill again from now up to that instant.
-    return now >= stored.ts &&
-           covers(level_of(limit, &stored, now, origin).value, limit.capacity, tolerance(limit));
+    return now >= stored.ts && covers(level_of(limit, &stored, now, origin).value, limit.capacity, tolerance(limit));
 }
 
 Outcome refund(const Limit &limit, const State *stored, Micros now, double cost, Micros origin) noexcept {
