@@ -26,20 +26,41 @@ COMMENT ON TABLE @extschema@.rate_limit_config IS
     'pg_ratelimit: named limits; change them with rate_limit_define() and rate_limit_drop()';
 
 -- Two numbers per (limit, key), created on first use. A key without a row is at full capacity.
--- "C" collation: keys are compared byte-wise, the cheapest comparison. Every admitted request rewrites
--- its row: fillfactor 50 leaves room on each page for those (HOT) updates between two prunes of the page.
--- Requests find their row through the hash index on limit_name || key (one hash, one bucket page; the
--- function checks limit_name and key on the row), not through the primary key, whose btree descent reads three pages
--- with two text comparisons at each step (measured: 16% fewer instructions per call). The primary key
--- keeps (limit_name, key) unique.
-CREATE TABLE @extschema@.rate_limit_state (
-    limit_name text COLLATE "C" NOT NULL,
-    key        text COLLATE "C" NOT NULL,
-    value      float8 NOT NULL,
-    ts         timestamptz NOT NULL,
-    PRIMARY KEY (limit_name, key)
-) WITH (fillfactor = 50);
-CREATE INDEX rate_limit_state_lookup ON @extschema@.rate_limit_state USING hash ((limit_name || key));
+-- "C" collation: keys are compared byte-wise, the cheapest comparison.
+--
+-- PostgreSQL: every admitted request rewrites its row, and fillfactor 50 leaves room on each page for those
+-- (HOT) updates between two prunes of the page. Requests find their row through the hash index on
+-- limit_name || key (one hash, one bucket page; the function checks limit_name and key on the row), not
+-- through the primary key, whose btree descent reads three pages with two text comparisons at each step
+-- (measured: 16% fewer instructions per call). The primary key keeps (limit_name, key) unique.
+--
+-- YugabyteDB (its version() reads "...-YB-..."): rows live in DocDB, where storage parameters such as
+-- fillfactor are ignored and a hash index would become an LSM one. There the table is sharded by a hash of
+-- the whole (limit_name, key), so that the keys of one limit spread over all tablets (PRIMARY KEY
+-- (limit_name, key) would hash limit_name alone and put every key of a limit on one tablet), and requests
+-- use the SQL access path, which reads by primary key: no lookup index.
+DO $$
+BEGIN
+    IF pg_catalog.strpos(pg_catalog.version(), '-YB-') = 0 THEN
+        CREATE TABLE @extschema@.rate_limit_state (
+            limit_name text COLLATE "C" NOT NULL,
+            key        text COLLATE "C" NOT NULL,
+            value      float8 NOT NULL,
+            ts         timestamptz NOT NULL,
+            PRIMARY KEY (limit_name, key)
+        ) WITH (fillfactor = 50);
+        CREATE INDEX rate_limit_state_lookup ON @extschema@.rate_limit_state USING hash ((limit_name || key));
+    ELSE
+        CREATE TABLE @extschema@.rate_limit_state (
+            limit_name text COLLATE "C" NOT NULL,
+            key        text COLLATE "C" NOT NULL,
+            value      float8 NOT NULL,
+            ts         timestamptz NOT NULL,
+            PRIMARY KEY ((limit_name, key) HASH)
+        );
+    END IF;
+END
+$$;
 COMMENT ON TABLE @extschema@.rate_limit_state IS
     'pg_ratelimit: per-key state (units available and when they were computed); a missing row means full';
 

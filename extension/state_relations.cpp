@@ -15,7 +15,8 @@ struct Derived {
     bool valid;
     Oid lookup;  // the index requests read
     bool lookup_is_hash;
-    Oid unique;  // the unique btree on (limit_name, key)
+    Oid unique;  // the unique index on (limit_name, key)
+    bool unique_is_btree;
     bool unique_index_in_flux;
     StateColumns columns;
     // Every index of the table: a change of any of them (CREATE INDEX CONCURRENTLY marking one ready or
@@ -69,8 +70,9 @@ void check_table(Relation heap, Oid extension) {
 }
 
 // Whether `index` (opened) is usable now and what it is: the hash index on (limit_name || key), or a
-// unique btree on (limit_name, key), both with the "C" collation the keys are compared in.
-enum class IndexKind { other, hash_lookup, unique_btree };
+// unique index on (limit_name, key) (a btree on PostgreSQL, an LSM index on YugabyteDB), both with the "C"
+// collation the keys are compared in.
+enum class IndexKind { other, hash_lookup, unique_key };
 
 bool is_column(const Node *node, AttrNumber attnum) {
     return node != nullptr && IsA(node, Var) && reinterpret_cast<const Var *>(node)->varattno == attnum;
@@ -80,10 +82,10 @@ IndexKind index_kind(Relation index, const StateColumns &columns) {
     const Form_pg_index form = index->rd_index;
     if (!form->indisvalid || !form->indisready || !form->indislive || RelationGetIndexPredicate(index) != NIL)
         return IndexKind::other;
-    if (index->rd_rel->relam == BTREE_AM_OID && form->indisunique && form->indnkeyatts == 2 &&
-        form->indkey.values[0] == columns.limit_name && form->indkey.values[1] == columns.key &&
-        index->rd_indcollation[0] == C_COLLATION_OID && index->rd_indcollation[1] == C_COLLATION_OID)
-        return IndexKind::unique_btree;
+    if (form->indisunique && form->indnkeyatts == 2 && form->indkey.values[0] == columns.limit_name &&
+        form->indkey.values[1] == columns.key && index->rd_indcollation[0] == C_COLLATION_OID &&
+        index->rd_indcollation[1] == C_COLLATION_OID)
+        return IndexKind::unique_key;
     if (index->rd_rel->relam != HASH_AM_OID || form->indnkeyatts != 1 || form->indkey.values[0] != 0 ||
         index->rd_indcollation[0] != C_COLLATION_OID)
         return IndexKind::other;
@@ -120,8 +122,9 @@ void derive_once(Relation heap, Oid extension, Oid schema) {
         if (kind == IndexKind::hash_lookup && !next.lookup_is_hash) {
             next.lookup = RelationGetRelid(index);
             next.lookup_is_hash = true;
-        } else if (kind == IndexKind::unique_btree && next.unique == InvalidOid) {
+        } else if (kind == IndexKind::unique_key && next.unique == InvalidOid) {
             next.unique = RelationGetRelid(index);
+            next.unique_is_btree = index->rd_rel->relam == BTREE_AM_OID;
         }
         relation_close(index, NoLock);
     }
@@ -129,7 +132,8 @@ void derive_once(Relation heap, Oid extension, Oid schema) {
     if (next.unique == InvalidOid)
         refuse_table(heap, "it has no valid unique index on (limit_name, key)",
                      "Re-create its primary key: ALTER TABLE rate_limit_state ADD PRIMARY KEY (limit_name, key).");
-    if (!next.lookup_is_hash) next.lookup = next.unique;
+    // Without the hash index the direct path reads the unique btree; the SQL path needs neither.
+    if (!next.lookup_is_hash) next.lookup = next.unique_is_btree ? next.unique : InvalidOid;
     next.valid = true;
     cached = next;
 }
@@ -174,6 +178,9 @@ void state_relations_open(Oid extension, Oid schema, bool with_lookup, bool heap
         out->lookup_is_hash = cached.lookup_is_hash;
         out->unique_index_in_flux = cached.unique_index_in_flux;
         if (!with_lookup) return;
+        if (!OidIsValid(cached.lookup))
+            refuse_table(out->heap, "it has no index the direct access path can read",
+                         "Re-create the hash index rate_limit_state_lookup, or SET pg_ratelimit.access_path = 'sql'.");
         Relation lookup = try_relation_open(cached.lookup, AccessShareLock);
         if (lookup != nullptr && cached.valid && lookup->rd_index->indisvalid && lookup->rd_index->indislive) {
             out->lookup = lookup;
