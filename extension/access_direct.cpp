@@ -11,8 +11,10 @@
 //   with the current command id, so a call sees the writes of earlier calls in its transaction;
 // - concurrency: an update of a version that a concurrent transaction changed reports a lost race
 //   under READ COMMITTED (settle() retries, locking the latest version) and raises 40001 under
-//   REPEATABLE READ and SERIALIZABLE, exactly as UPDATE does; serializable predicate locks are taken by
-//   the index and heap access methods themselves;
+//   REPEATABLE READ and SERIALIZABLE, exactly as UPDATE does;
+// - serializable predicate locks: on the row a call uses (by the heap access method), or on the index
+//   page where a row it did not find would go; not on index pages it merely read through, nor on rows
+//   of other keys or shards it passed by (see begin_lookup);
 // - a non-HOT update inserts the new version into every index (the executor's routine).
 // The table has no triggers, rules or checks to fire (state_relations_open refuses a table with any);
 // the functions are SECURITY DEFINER, so no privilege check is due.
@@ -31,12 +33,20 @@ bool same_text(Datum a, Datum b) {
     return length == VARSIZE_ANY_EXHDR(y) && memcmp(VARDATA_ANY(x), VARDATA_ANY(y), length) == 0;
 }
 
-// Whether the row fetched into the slot is the one of this limit and key.
-bool is_the_row(const DirectState *table, const StateTarget &target) {
+// Whether a version of a row is one of this limit and key (any shard: the lookup index leads to all
+// of them, and to rows whose limit_name || key hashes alike).
+bool is_of_key(const DirectState *table, HeapTuple tuple, const StateTarget &target) {
     const StateColumns &columns = table->relations.columns;
-    slot_getsomeattrs(table->slot, std::max(columns.key, columns.limit_name));
-    return same_text(table->slot->tts_values[columns.key - 1], target.key) &&
-           same_text(table->slot->tts_values[columns.limit_name - 1], target.limit_name);
+    const TupleDesc desc = RelationGetDescr(table->relations.heap);
+    bool isnull = false;
+    return same_text(heap_getattr(tuple, columns.key, desc, &isnull), target.key) &&
+           same_text(heap_getattr(tuple, columns.limit_name, desc, &isnull), target.limit_name);
+}
+
+int16 shard_of(const DirectState *table, HeapTuple tuple) {
+    bool isnull = false;
+    return DatumGetInt16(
+        heap_getattr(tuple, table->relations.columns.shard, RelationGetDescr(table->relations.heap), &isnull));
 }
 
 void read_slot(const DirectState *table, core::State *state) {
@@ -46,12 +56,12 @@ void read_slot(const DirectState *table, core::State *state) {
     state->ts = DatumGetTimestampTz(table->slot->tts_values[columns.ts - 1]);
 }
 
-// More than the row of this limit and key takes on a page, line pointer included: the header, both
-// texts with 4-byte headers and up to 3 bytes of alignment each, the two 8-byte numbers with theirs.
+// More than a row of this limit and key takes on a page, line pointer included: the header, both texts
+// with 4-byte headers and up to 3 bytes of alignment each, the shard, the two 8-byte numbers with theirs.
 Size row_size_bound(Datum limit_name, Datum key) {
     constexpr Size text_alignment = 3;
     const Size texts = toast_raw_datum_size(limit_name) + toast_raw_datum_size(key) + 2 * text_alignment;
-    return MAXALIGN(SizeofHeapTupleHeader) + MAXALIGN(texts + MAXIMUM_ALIGNOF + 2 * sizeof(float8)) +
+    return MAXALIGN(SizeofHeapTupleHeader) + MAXALIGN(texts + sizeof(int16) + MAXIMUM_ALIGNOF + 2 * sizeof(float8)) +
            sizeof(ItemIdData);
 }
 
@@ -72,17 +82,61 @@ void prune_if_nearly_full(Relation heap, Buffer buffer, Size row_bound) {
         heap_page_prune_opt(heap, buffer);
 }
 
-// What heapam's index fetch does, with the pruning above: the version of the HOT chain rooted at tid
-// visible to the snapshot, stored in the slot with its buffer pinned (the slot is emptied otherwise).
-// heap_hot_search_buffer takes the serializable predicate lock and checks for conflicts. Sets *all_dead
-// when the whole chain is dead to everyone, so that the index scan can mark the entry dead.
-bool fetch_visible(DirectState *table, ItemPointerData tid, Snapshot snapshot, bool *all_dead) {
+// The version of the chain rooted at tid visible to the snapshot, found as heap_hot_search_buffer does but
+// without its serializable predicate lock and conflict checks (a call must not depend on rows it only
+// passes by: the key's other shards, rows hashing alike); the buffer is locked by the caller. false if
+// none is visible, and then *all_dead tells whether every version of the chain is dead to every
+// transaction (so that the index scan can mark the entry dead), as heap_hot_search_buffer does.
+bool visible_version(Relation heap, Buffer buffer, ItemPointerData tid, Snapshot snapshot, HeapTupleData *tuple,
+                     bool *all_dead) {
+    const Page page = BufferGetPage(buffer);
+    OffsetNumber offset = ItemPointerGetOffsetNumber(&tid);
+    TransactionId prior_xmax = InvalidTransactionId;
+    GlobalVisState *horizon = nullptr;
+    *all_dead = true;
+    for (bool at_start = true;; at_start = false) {
+        if (offset < FirstOffsetNumber || offset > PageGetMaxOffsetNumber(page)) return false;
+        const ItemId item = PageGetItemId(page, offset);
+        if (ItemIdIsRedirected(item) && at_start) {
+            offset = ItemIdGetRedirect(item);
+            continue;
+        }
+        if (!ItemIdIsNormal(item)) return false;
+        tuple->t_data = reinterpret_cast<HeapTupleHeader>(PageGetItem(page, item));
+        tuple->t_len = ItemIdGetLength(item);
+        tuple->t_tableOid = RelationGetRelid(heap);
+        ItemPointerSet(&tuple->t_self, BufferGetBlockNumber(buffer), offset);
+        // A chain is followed only while each version was created by the one that updated the previous.
+        if (TransactionIdIsValid(prior_xmax) && !TransactionIdEquals(prior_xmax, HeapTupleHeaderGetXmin(tuple->t_data)))
+            return false;
+        if (HeapTupleSatisfiesVisibility(tuple, snapshot, buffer)) {
+            *all_dead = false;
+            return true;
+        }
+        if (*all_dead) {
+            if (horizon == nullptr) horizon = GlobalVisTestFor(heap);
+            *all_dead = HeapTupleIsSurelyDead(tuple, horizon);
+        }
+        if (!HeapTupleIsHotUpdated(tuple)) return false;
+        prior_xmax = HeapTupleHeaderGetUpdateXid(tuple->t_data);
+        offset = ItemPointerGetOffsetNumber(&tuple->t_data->t_ctid);
+    }
+}
+
+// What heapam's index fetch does, with the pruning above, for the version of the chain rooted at tid
+// visible to the snapshot, if it is the shard's row: stored in the slot with its buffer pinned (the slot
+// is emptied otherwise). The row is identified first, and only then does heap_hot_search_buffer take the
+// serializable predicate lock on it and check it for conflicts. Sets *all_dead as visible_version does.
+bool fetch_row(DirectState *table, const StateTarget &target, int16 shard, ItemPointerData tid, Snapshot snapshot,
+               bool *all_dead) {
     Relation heap = table->relations.heap;
     const Buffer buffer = ReadBuffer(heap, ItemPointerGetBlockNumber(&tid));
     prune_if_nearly_full(heap, buffer, table->row_bound);
     HeapTupleData tuple;
     LockBuffer(buffer, BUFFER_LOCK_SHARE);
-    const bool found = heap_hot_search_buffer(&tid, heap, buffer, snapshot, &tuple, all_dead, true);
+    bool found = visible_version(heap, buffer, tid, snapshot, &tuple, all_dead) && is_of_key(table, &tuple, target) &&
+                 shard_of(table, &tuple) == shard;
+    if (found) found = heap_hot_search_buffer(&tid, heap, buffer, snapshot, &tuple, nullptr, true);
     LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
     ExecClearTuple(table->slot);
     if (!found) {
@@ -165,24 +219,49 @@ void direct_close(StateHandle *handle) {
     state_relations_close(&table->relations);
 }
 
-bool direct_fetch(StateHandle *handle, core::State *state) {
-    DirectState *table = &handle->direct;
-    begin_attempt(table);
-    const Snapshot snapshot = GetActiveSnapshot();
+// Scans of the lookup index in the index's own order, under `snapshot`.
+IndexScanDesc begin_scan(DirectState *table, Snapshot snapshot) {
     IndexScanDesc scan =
         index_beginscan(table->relations.heap, table->relations.lookup, snapshot, table->lookup_key_count, 0);
     index_rescan(scan, table->lookup_keys, table->lookup_key_count, nullptr, 0);
+    return scan;
+}
+
+// The lookup index is scanned with SnapshotAny (every entry; which version is visible is judged on the
+// heap, with the call's snapshot), which index access methods do not take serializable predicate locks
+// for, since it is not an MVCC snapshot. Such a lock covers a whole index page (a hash bucket, a btree
+// leaf), holding entries of many keys: any transaction inserting into that page (a new key, a non-HOT
+// update of another key) conflicted with this one, and unrelated keys aborted each other under
+// SERIALIZABLE. A call depends on exactly the row it uses: a row found carries the tuple's predicate
+// lock (heap_hot_search_buffer); for a row not found, direct_rely_on_absence takes the index page's.
+IndexScanDesc begin_lookup(DirectState *table) { return begin_scan(table, SnapshotAny); }
+
+// The predicate lock an index scan under the call's snapshot takes on the page where the row's entry
+// would go: a concurrent insert of the row conflicts with it. Only for a check, refund or denial on a
+// missing row: a page holds entries of other keys, whose inserts conflict with it too.
+void direct_rely_on_absence(StateHandle *handle, int16) {
+    if (!IsolationIsSerializable()) return;
+    DirectState *table = &handle->direct;
+    IndexScanDesc scan = begin_scan(table, GetActiveSnapshot());
+    (void)index_getnext_tid(scan, ForwardScanDirection);  // the access method locks the page as it starts
+    index_endscan(scan);
+}
+
+bool direct_fetch(StateHandle *handle, int16 shard, core::State *state) {
+    DirectState *table = &handle->direct;
+    begin_attempt(table);
+    const Snapshot snapshot = GetActiveSnapshot();
+    IndexScanDesc scan = begin_lookup(table);
     bool found = false;
-    // The hash index leads to every row whose limit_name || key hashes alike: rare collisions (and
-    // pairs such as 'ab' || 'c' and 'a' || 'bc'), and either index to dead versions of the row (from
-    // non-HOT updates). At most one entry leads to a version of the row visible to the snapshot.
+    // The index leads to every row of the key (one per shard), to rows whose limit_name || key hashes
+    // alike (rare collisions, and pairs such as 'ab' || 'c' and 'a' || 'bc'), and to dead versions of a row
+    // (from non-HOT updates). At most one entry leads to a version of the shard's row visible to the snapshot.
     while (!found) {
         const ItemPointer tid = index_getnext_tid(scan, ForwardScanDirection);
         if (tid == nullptr) break;
         bool all_dead = false;
-        const bool visible = fetch_visible(table, *tid, snapshot, &all_dead);
-        if (visible) pgstat_count_heap_fetch(table->relations.lookup);
-        found = visible && is_the_row(table, handle->target);
+        found = fetch_row(table, handle->target, shard, *tid, snapshot, &all_dead);
+        if (found) pgstat_count_heap_fetch(table->relations.lookup);
         // As index_fetch_heap does: a standby must not mark index entries dead.
         if (!scan->xactStartedInRecovery) scan->kill_prior_tuple = all_dead;
     }
@@ -191,7 +270,41 @@ bool direct_fetch(StateHandle *handle, core::State *state) {
     return found;
 }
 
-bool direct_lock_latest(StateHandle *handle, core::State *state) {
+int direct_peek(StateHandle *handle, ShardRow *rows, int capacity) {
+    DirectState *table = &handle->direct;
+    Relation heap = table->relations.heap;
+    const StateColumns &columns = table->relations.columns;
+    const TupleDesc desc = RelationGetDescr(heap);
+    begin_attempt(table);
+    const Snapshot snapshot = GetActiveSnapshot();
+    const CommandId command = GetCurrentCommandId(false);
+    IndexScanDesc scan = begin_lookup(table);
+    int count = 0;
+    for (ItemPointer tid; count < capacity && (tid = index_getnext_tid(scan, ForwardScanDirection)) != nullptr;) {
+        const Buffer buffer = ReadBuffer(heap, ItemPointerGetBlockNumber(tid));
+        prune_if_nearly_full(heap, buffer, table->row_bound);
+        LockBuffer(buffer, BUFFER_LOCK_SHARE);
+        HeapTupleData tuple;
+        bool all_dead = false;
+        if (visible_version(heap, buffer, *tid, snapshot, &tuple, &all_dead) &&
+            is_of_key(table, &tuple, handle->target)) {
+            bool isnull = false;
+            ShardRow &row = rows[count++];
+            row.shard = shard_of(table, &tuple);
+            row.state.value = DatumGetFloat8(heap_getattr(&tuple, columns.value, desc, &isnull));
+            row.state.ts = DatumGetTimestampTz(heap_getattr(&tuple, columns.ts, desc, &isnull));
+            // Being updated or locked now, or updated since the snapshot was taken.
+            row.busy = HeapTupleSatisfiesUpdate(&tuple, command, buffer) != TM_Ok;
+        }
+        if (!scan->xactStartedInRecovery) scan->kill_prior_tuple = all_dead;
+        UnlockReleaseBuffer(buffer);
+    }
+    index_endscan(scan);
+    end_attempt(table);
+    return count;
+}
+
+bool direct_lock_latest(StateHandle *handle, int16, core::State *state) {
     DirectState *table = &handle->direct;
     ItemPointerData tid = table->slot->tts_tid;
     TM_FailureData failure;
@@ -212,7 +325,8 @@ bool direct_lock_latest(StateHandle *handle, core::State *state) {
     pg_unreachable();
 }
 
-WriteResult direct_update(StateHandle *handle, const core::State &next) {
+// The row fetched or locked last is the shard's (settle() works on one shard at a time).
+WriteResult direct_update(StateHandle *handle, int16, const core::State &next) {
     DirectState *table = &handle->direct;
     Relation heap = table->relations.heap;
     const StateColumns &columns = table->relations.columns;
@@ -263,14 +377,15 @@ WriteResult direct_update(StateHandle *handle, const core::State &next) {
 }
 
 // A new key's first row, with SQL (see the top of the file).
-bool direct_insert(StateHandle *handle, const core::State &next) {
+bool direct_insert(StateHandle *handle, int16 shard, const core::State &next) {
     end_attempt(&handle->direct);
-    return insert_state_row(handle->target, next, handle->direct.relations.unique_index_in_flux);
+    return insert_state_row(handle->target, shard, next, handle->direct.relations.unique_index_in_flux);
 }
 
 }  // namespace
 
-const StateAccess direct_access = {"direct",      direct_open,   direct_fetch, direct_lock_latest,
-                                   direct_update, direct_insert, direct_close};
+const StateAccess direct_access = {"direct",    direct_open,        direct_fetch,  direct_rely_on_absence,
+                                   direct_peek, direct_lock_latest, direct_update, direct_insert,
+                                   direct_close};
 
 }  // namespace pg_ratelimit

@@ -2,12 +2,13 @@
 // kept SQL statements through SPI, and nothing else (no heap, index or buffer calls), so it runs on any
 // table access method and on YugabyteDB. The statements (extension_sql.cpp):
 //
-//   fetch        SELECT value, ts FROM rate_limit_state WHERE limit_name = $1 AND key = $2
+//   fetch        SELECT value, ts FROM rate_limit_state WHERE limit_name = $1 AND key = $2 AND shard = $3
 //   lock_latest  the same ... FOR NO KEY UPDATE
-//   update       UPDATE rate_limit_state SET value = $3, ts = $4
-//                 WHERE limit_name = $1 AND key = $2 AND value = $5 AND ts = $6
-//   insert       INSERT INTO rate_limit_state (limit_name, key, value, ts) VALUES ($1, $2, $3, $4)
-//                 ON CONFLICT (limit_name, key) DO NOTHING
+//   update       UPDATE rate_limit_state SET value = $4, ts = $5
+//                 WHERE limit_name = $1 AND key = $2 AND shard = $3 AND value = $6 AND ts = $7
+//   insert       INSERT INTO rate_limit_state (limit_name, key, shard, value, ts) VALUES ($1, ..., $5)
+//                 ON CONFLICT (limit_name, key, shard) DO NOTHING
+//   peek         SELECT shard, value, ts FROM rate_limit_state WHERE limit_name = $1 AND key = $2
 //
 // The update is a compare-and-set on the numbers the decision was made from: under READ COMMITTED, a row
 // that a concurrent transaction changed first no longer matches when PostgreSQL re-checks the WHERE
@@ -21,9 +22,10 @@ namespace pg_ratelimit {
 
 namespace {
 
-bool insert_row(const StateTarget &target, const core::State &next) {
+bool insert_row(const StateTarget &target, int16 shard, const core::State &next) {
     const int sql_token = extension_sql_begin(target.schema);
-    Datum args[] = {target.limit_name, target.key, Float8GetDatum(next.value), TimestampTzGetDatum(next.ts)};
+    Datum args[] = {target.limit_name, target.key, Int16GetDatum(shard), Float8GetDatum(next.value),
+                    TimestampTzGetDatum(next.ts)};
     const int rc = SPI_execute_plan(extension_statement(Statement::insert_state), args, nullptr, false, 0);
     if (rc != SPI_OK_INSERT)
         elog(ERROR, "pg_ratelimit: inserting into rate_limit_state failed: %s", SPI_result_code_string(rc));
@@ -35,7 +37,7 @@ bool insert_row(const StateTarget &target, const core::State &next) {
 // The insert in a subtransaction of its own, a unique violation reported as a lost race: for while a unique
 // index is being built or retired concurrently (StateRelations::unique_index_in_flux). No C++ object is
 // alive across the PG_TRY, as the C++/PostgreSQL boundary requires (cpp_boundary.hpp).
-bool insert_row_guarded(const StateTarget &target, const core::State &next) {
+bool insert_row_guarded(const StateTarget &target, int16 shard, const core::State &next) {
     const MemoryContext context = CurrentMemoryContext;
     const ResourceOwner owner = CurrentResourceOwner;
     BeginInternalSubTransaction(nullptr);
@@ -43,7 +45,7 @@ bool insert_row_guarded(const StateTarget &target, const core::State &next) {
     bool inserted = false;
     PG_TRY();
     {
-        inserted = insert_row(target, next);
+        inserted = insert_row(target, shard, next);
         ReleaseCurrentSubTransaction();
         MemoryContextSwitchTo(context);
         CurrentResourceOwner = owner;
@@ -66,8 +68,8 @@ bool insert_row_guarded(const StateTarget &target, const core::State &next) {
 
 }  // namespace
 
-bool insert_state_row(const StateTarget &target, const core::State &next, bool guarded) {
-    return guarded ? insert_row_guarded(target, next) : insert_row(target, next);
+bool insert_state_row(const StateTarget &target, int16 shard, const core::State &next, bool guarded) {
+    return guarded ? insert_row_guarded(target, shard, next) : insert_row(target, shard, next);
 }
 
 namespace {
@@ -80,9 +82,9 @@ void sql_open(StateHandle *handle) {
 }
 
 // Runs the fetch or lock statement; the row's numbers into *state.
-bool read_row(StateHandle *handle, Statement statement, core::State *state) {
+bool read_row(StateHandle *handle, Statement statement, int16 shard, core::State *state) {
     const int sql_token = extension_sql_begin(handle->target.schema, Scan::one_key);
-    Datum args[] = {handle->target.limit_name, handle->target.key};
+    Datum args[] = {handle->target.limit_name, handle->target.key, Int16GetDatum(shard)};
     const int rc = SPI_execute_plan(extension_statement(statement), args, nullptr, false, 1);
     if (rc != SPI_OK_SELECT)
         elog(ERROR, "pg_ratelimit: reading rate_limit_state failed: %s", SPI_result_code_string(rc));
@@ -98,14 +100,39 @@ bool read_row(StateHandle *handle, Statement statement, core::State *state) {
     return found;
 }
 
-bool sql_fetch(StateHandle *handle, core::State *state) { return read_row(handle, Statement::select_state, state); }
+bool sql_fetch(StateHandle *handle, int16 shard, core::State *state) {
+    return read_row(handle, Statement::select_state, shard, state);
+}
 
-bool sql_lock_latest(StateHandle *handle, core::State *state) { return read_row(handle, Statement::lock_state, state); }
+bool sql_lock_latest(StateHandle *handle, int16 shard, core::State *state) {
+    return read_row(handle, Statement::lock_state, shard, state);
+}
 
-WriteResult sql_update(StateHandle *handle, const core::State &next) {
+int sql_peek(StateHandle *handle, ShardRow *rows, int capacity) {
+    const int sql_token = extension_sql_begin(handle->target.schema, Scan::one_key);
+    Datum args[] = {handle->target.limit_name, handle->target.key};
+    const int rc = SPI_execute_plan(extension_statement(Statement::select_shards), args, nullptr, false, capacity);
+    if (rc != SPI_OK_SELECT)
+        elog(ERROR, "pg_ratelimit: reading rate_limit_state failed: %s", SPI_result_code_string(rc));
+    const int count = static_cast<int>(SPI_processed);
+    for (int i = 0; i < count; ++i) {
+        bool isnull = false;
+        const HeapTuple row = SPI_tuptable->vals[i];
+        const TupleDesc desc = SPI_tuptable->tupdesc;
+        rows[i].shard = DatumGetInt16(SPI_getbinval(row, desc, 1, &isnull));
+        rows[i].state.value = DatumGetFloat8(SPI_getbinval(row, desc, 2, &isnull));
+        rows[i].state.ts = DatumGetTimestampTz(SPI_getbinval(row, desc, 3, &isnull));
+        rows[i].busy = false;  // SQL cannot tell without locking the row
+    }
+    extension_sql_end(sql_token);
+    return count;
+}
+
+WriteResult sql_update(StateHandle *handle, int16 shard, const core::State &next) {
     const int sql_token = extension_sql_begin(handle->target.schema, Scan::one_key);
     Datum args[] = {handle->target.limit_name,
                     handle->target.key,
+                    Int16GetDatum(shard),
                     Float8GetDatum(next.value),
                     TimestampTzGetDatum(next.ts),
                     Float8GetDatum(handle->sql.read_value),
@@ -118,14 +145,18 @@ WriteResult sql_update(StateHandle *handle, const core::State &next) {
     return written ? WriteResult::written : WriteResult::lost_race;
 }
 
-bool sql_insert(StateHandle *handle, const core::State &next) {
-    return insert_state_row(handle->target, next, handle->sql.guard_insert);
+bool sql_insert(StateHandle *handle, int16 shard, const core::State &next) {
+    return insert_state_row(handle->target, shard, next, handle->sql.guard_insert);
 }
 
 void sql_close(StateHandle *) {}
 
 }  // namespace
 
-const StateAccess sql_access = {"sql", sql_open, sql_fetch, sql_lock_latest, sql_update, sql_insert, sql_close};
+// The SELECT of a fetch took whatever predicate locks its plan needed, a miss included.
+void sql_rely_on_absence(StateHandle *, int16) {}
+
+const StateAccess sql_access = {"sql",      sql_open,   sql_fetch, sql_rely_on_absence, sql_peek, sql_lock_latest,
+                                sql_update, sql_insert, sql_close};
 
 }  // namespace pg_ratelimit

@@ -18,6 +18,7 @@
 #include "clock.hpp"
 #include "config_relation.hpp"
 #include "core/algorithms.hpp"
+#include "core/shards.hpp"
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "limit_cache.hpp"
@@ -34,19 +35,20 @@ bool same_limit(const core::Limit &a, const core::Limit &b) {
            a.max_reserved == b.max_reserved && a.has_start == b.has_start && a.start == b.start;
 }
 
-int64 delete_full_keys(const core::Limit &limit, Datum limit_name) {
-    Oid delete_types[] = {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID};
+int64 delete_full_keys(const core::Limit &definition, Datum limit_name) {
+    const core::Limit limit = core::shard_limit(definition);  // each row is one shard's
+    Oid delete_types[] = {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID};
     SPIPlanPtr delete_if_unchanged = SPI_prepare(
         "DELETE FROM ONLY rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
-        " AND value OPERATOR(pg_catalog.=) $3 AND ts OPERATOR(pg_catalog.=) $4",
-        4, delete_types);
+        " AND shard OPERATOR(pg_catalog.=) $3 AND value OPERATOR(pg_catalog.=) $4 AND ts OPERATOR(pg_catalog.=) $5",
+        5, delete_types);
     if (delete_if_unchanged == nullptr) elog(ERROR, "pg_ratelimit: SPI_prepare failed for cleanup");
 
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {limit_name};
     Portal keys = SPI_cursor_open_with_args(
-        nullptr, "SELECT key, value, ts FROM ONLY rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1", 1,
-        name_type, name_value, nullptr, true, 0);
+        nullptr, "SELECT key, shard, value, ts FROM ONLY rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1",
+        1, name_type, name_value, nullptr, true, 0);
 
     int64 deleted = 0;
     const bool keyed_grid = limit.algorithm == core::Algorithm::fixed_window && !limit.has_start;
@@ -58,8 +60,9 @@ int64 delete_full_keys(const core::Limit &limit, Datum limit_name) {
         for (uint64 i = 0; i < rows; ++i) {
             bool isnull = false;
             const Datum key = SPI_getbinval(batch->vals[i], batch->tupdesc, 1, &isnull);
-            const Datum value = SPI_getbinval(batch->vals[i], batch->tupdesc, 2, &isnull);
-            const Datum ts = SPI_getbinval(batch->vals[i], batch->tupdesc, 3, &isnull);
+            const Datum shard = SPI_getbinval(batch->vals[i], batch->tupdesc, 2, &isnull);
+            const Datum value = SPI_getbinval(batch->vals[i], batch->tupdesc, 3, &isnull);
+            const Datum ts = SPI_getbinval(batch->vals[i], batch->tupdesc, 4, &isnull);
             const text *key_text = DatumGetTextPP(key);
             const core::Micros origin = core::window_origin(
                 limit, keyed_grid ? core::key_hash(VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)) : 0);
@@ -67,7 +70,7 @@ int64 delete_full_keys(const core::Limit &limit, Datum limit_name) {
             // Full already CLEANUP_MARGIN ago (core/algorithms.hpp): a clock stepped back by less than that
             // can then never reach behind the deleted row's time.
             if (!core::is_full(limit, stored, clock_now() - core::CLEANUP_MARGIN, origin)) continue;
-            Datum args[] = {limit_name, key, value, ts};
+            Datum args[] = {limit_name, key, shard, value, ts};
             if (SPI_execute_plan(delete_if_unchanged, args, nullptr, false, 0) != SPI_OK_DELETE)
                 elog(ERROR, "pg_ratelimit: cleanup delete failed");
             deleted += static_cast<int64>(SPI_processed);

@@ -9,9 +9,9 @@ struct Column {
     const char *name;
     Oid type;
 };
-constexpr Column COLUMNS[] = {{"name", TEXTOID},        {"algorithm", TEXTOID},  {"rate", FLOAT8OID},
-                              {"period", INTERVALOID},  {"capacity", FLOAT8OID}, {"max_reserved", FLOAT8OID},
-                              {"start", TIMESTAMPTZOID}};
+constexpr Column COLUMNS[] = {{"name", TEXTOID},         {"algorithm", TEXTOID},  {"rate", FLOAT8OID},
+                              {"period", INTERVALOID},   {"capacity", FLOAT8OID}, {"max_reserved", FLOAT8OID},
+                              {"start", TIMESTAMPTZOID}, {"shards", INT4OID}};
 constexpr int COLUMN_COUNT = sizeof(COLUMNS) / sizeof(COLUMNS[0]);
 
 Oid cached_schema = InvalidOid;
@@ -35,7 +35,8 @@ void check(Relation config, Oid extension) {
                 strcmp(NameStr(attribute->attname), COLUMNS[i].name) == 0 && attribute->attgenerated == '\0';
     }
     if (!shape)
-        refuse_table(config, "its columns are not (name, algorithm, rate, period, capacity, max_reserved, start)",
+        refuse_table(config,
+                     "its columns are not (name, algorithm, rate, period, capacity, max_reserved, start, shards)",
                      RESTORE_HINT);
     // The triggers are copied first: looking their functions up reads the catalogs, which can accept
     // invalidations and rebuild the relcache entry, freeing its trigger descriptor.

@@ -27,7 +27,7 @@
 namespace pg_ratelimit {
 namespace {
 
-constexpr int CONFIG_COLUMNS = 7;  // name, algorithm, rate, period, capacity, max_reserved, start
+constexpr int CONFIG_COLUMNS = 8;  // name, algorithm, rate, period, capacity, max_reserved, start, shards
 
 [[noreturn]] void misuse(const char *name, const char *how) {
     ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED), errmsg("%s %s", name, how),
@@ -85,10 +85,10 @@ bool replaces_shipped_default(const TriggerData *trigger, HeapTuple row) {
     const int sql_token = extension_sql_begin(RelationGetNamespace(trigger->tg_relation));
     extension_sql_run(
         "UPDATE ONLY rate_limit_config SET algorithm = $2, rate = $3, period = $4, capacity = $5,"
-        " max_reserved = $6, start = $7 WHERE name OPERATOR(pg_catalog.=) $1"
+        " max_reserved = $6, start = $7, shards = $8 WHERE name OPERATOR(pg_catalog.=) $1"
         " AND algorithm OPERATOR(pg_catalog.=) 'token_bucket' AND rate OPERATOR(pg_catalog.=) 120"
         " AND period OPERATOR(pg_catalog.=) '1 minute' AND capacity OPERATOR(pg_catalog.=) 120"
-        " AND max_reserved IS NULL AND start IS NULL",
+        " AND max_reserved IS NULL AND start IS NULL AND shards OPERATOR(pg_catalog.=) 1",
         CONFIG_COLUMNS, types, values, nulls, false, SPI_OK_UPDATE);
     const bool merged = SPI_processed > 0;
     extension_sql_end(sql_token);

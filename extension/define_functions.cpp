@@ -49,7 +49,7 @@ void delete_all_keys(const CallContext &context, Datum name) {
                       nullptr, false, SPI_OK_DELETE);
 }
 
-// rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start)
+// rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start, shards)
 Datum define_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     text *name = limit_name_arg(fcinfo, 0);
@@ -65,42 +65,50 @@ Datum define_body(FunctionCallInfo fcinfo) {
         limit.start = PG_GETARG_TIMESTAMPTZ(6);
         if (TIMESTAMP_NOT_FINITE(limit.start)) limit.start = core::MAX_START_OFFSET + 1;  // reported below
     }
+    limit.shards = PG_ARGISNULL(7) ? 1 : PG_GETARG_INT32(7);
     require_valid_limit(limit);
 
     require_usable_config_table(context.extension, context.schema, RowExclusiveLock);
     const int sql_token = extension_sql_begin(context.schema);
 
-    // Lock the existing definition (if any) to learn whether the algorithm changes.
+    // Lock the existing definition (if any) to learn whether the algorithm or the shards change.
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {PointerGetDatum(name)};
-    extension_sql_run("SELECT algorithm FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", 1,
-                      name_type, name_value, nullptr, false, SPI_OK_SELECT);
-    const char *old_algorithm =
-        SPI_processed == 1 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : nullptr;
+    extension_sql_run(
+        "SELECT algorithm, shards FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", 1,
+        name_type, name_value, nullptr, false, SPI_OK_SELECT);
+    const bool existed = SPI_processed == 1;
+    const char *old_algorithm = existed ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : nullptr;
+    bool isnull = false;
+    const int old_shards =
+        existed ? DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)) : 0;
 
     // One spelling per meaning: unlimited reservations are stored as NULL (never 'Infinity'), none as 0
     // (never -0).
     const bool unlimited = std::isinf(limit.max_reserved);
-    Oid types[] = {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID, TIMESTAMPTZOID};
+    Oid types[] = {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID, TIMESTAMPTZOID, INT4OID};
     Datum values[] = {PointerGetDatum(name),
                       CStringGetTextDatum(algorithm_name(limit.algorithm)),
                       Float8GetDatum(limit.rate),
                       PG_GETARG_DATUM(2),
                       Float8GetDatum(limit.capacity),
                       Float8GetDatum(unlimited ? 0 : limit.max_reserved + 0.0),
-                      PG_ARGISNULL(6) ? 0 : PG_GETARG_DATUM(6)};
-    const char nulls[] = {' ', ' ', ' ', ' ', ' ', unlimited ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' '};
-    // The row trigger turns the insert of an existing name into an update of its row; ON CONFLICT covers a
-    // concurrent first definition of the same name.
+                      PG_ARGISNULL(6) ? 0 : PG_GETARG_DATUM(6),
+                      Int32GetDatum(limit.shards)};
+    const char nulls[] = {' ', ' ', ' ', ' ', ' ', unlimited ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' ', ' '};
+    // The row trigger turns an insert of 'default' over the shipped row into an update of that row; ON
+    // CONFLICT covers a redefinition and a concurrent first definition of the same name.
     extension_sql_run(
-        "INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, max_reserved, start)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO UPDATE SET"
+        "INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, max_reserved, start, shards)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO UPDATE SET"
         " algorithm = EXCLUDED.algorithm, rate = EXCLUDED.rate, period = EXCLUDED.period,"
-        " capacity = EXCLUDED.capacity, max_reserved = EXCLUDED.max_reserved, start = EXCLUDED.start",
-        7, types, values, nulls, false, SPI_OK_INSERT);
+        " capacity = EXCLUDED.capacity, max_reserved = EXCLUDED.max_reserved, start = EXCLUDED.start,"
+        " shards = EXCLUDED.shards",
+        8, types, values, nulls, false, SPI_OK_INSERT);
 
-    // A key's two numbers mean different things under another algorithm: start those keys afresh.
-    if (old_algorithm != nullptr && strcmp(old_algorithm, algorithm_name(limit.algorithm)) != 0)
+    // A key's two numbers mean something else under another algorithm, and its rows under another split:
+    // start those keys afresh.
+    if (existed && (strcmp(old_algorithm, algorithm_name(limit.algorithm)) != 0 || old_shards != limit.shards))
         delete_all_keys(context, PointerGetDatum(name));
     extension_sql_end(sql_token);
     PG_RETURN_VOID();

@@ -8,38 +8,37 @@ namespace {
 struct StatementText {
     const char *sql;
     int nargs;
-    Oid argtypes[6];
+    Oid argtypes[7];
 };
 
 // Indexed by Statement.
+#define BY_KEY " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
+#define BY_SHARD BY_KEY " AND shard OPERATOR(pg_catalog.=) $3"
+
+// Indexed by Statement.
 constexpr StatementText TEXTS[] = {
-    {"INSERT INTO rate_limit_state (limit_name, key, value, ts) VALUES ($1, $2, $3, $4)"
-     " ON CONFLICT (limit_name, key) DO NOTHING",
-     4,
-     {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID}},
-    {"DELETE FROM ONLY rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2",
-     2,
-     {TEXTOID, TEXTOID}},
-    {"SELECT algorithm, rate, period, capacity, max_reserved, start FROM ONLY rate_limit_config"
+    {"INSERT INTO rate_limit_state (limit_name, key, shard, value, ts) VALUES ($1, $2, $3, $4, $5)"
+     " ON CONFLICT (limit_name, key, shard) DO NOTHING",
+     5,
+     {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID}},
+    {"DELETE FROM ONLY rate_limit_state" BY_KEY, 2, {TEXTOID, TEXTOID}},
+    {"SELECT algorithm, rate, period, capacity, max_reserved, start, shards FROM ONLY rate_limit_config"
      " WHERE name OPERATOR(pg_catalog.=) $1",
      1,
      {TEXTOID}},
-    {"SELECT value, ts FROM ONLY rate_limit_state"
-     " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2",
-     2,
-     {TEXTOID, TEXTOID}},
-    {"SELECT value, ts FROM ONLY rate_limit_state"
-     " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2 FOR NO KEY UPDATE",
-     2,
-     {TEXTOID, TEXTOID}},
-    {"UPDATE ONLY rate_limit_state SET value = $3, ts = $4"
-     " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
-     " AND value OPERATOR(pg_catalog.=) $5 AND ts OPERATOR(pg_catalog.=) $6",
-     6,
-     {TEXTOID, TEXTOID, FLOAT8OID, TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID}},
+    {"SELECT value, ts FROM ONLY rate_limit_state" BY_SHARD, 3, {TEXTOID, TEXTOID, INT2OID}},
+    {"SELECT value, ts FROM ONLY rate_limit_state" BY_SHARD " FOR NO KEY UPDATE", 3, {TEXTOID, TEXTOID, INT2OID}},
+    {"UPDATE ONLY rate_limit_state SET value = $4, ts = $5" BY_SHARD
+     " AND value OPERATOR(pg_catalog.=) $6 AND ts OPERATOR(pg_catalog.=) $7",
+     7,
+     {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID}},
+    {"SELECT shard, value, ts FROM ONLY rate_limit_state" BY_KEY, 2, {TEXTOID, TEXTOID}},
 };
 
-constexpr int STATEMENT_COUNT = static_cast<int>(Statement::update_state_if) + 1;
+#undef BY_SHARD
+#undef BY_KEY
+
+constexpr int STATEMENT_COUNT = static_cast<int>(Statement::select_shards) + 1;
 static_assert(sizeof(TEXTS) / sizeof(TEXTS[0]) == STATEMENT_COUNT, "one text per Statement");
 SPIPlanPtr plans[STATEMENT_COUNT];
 

@@ -41,12 +41,13 @@ void extension_sql_end(int token);
 // between extension_sql_begin and _end). They hold no schema: a plan made for one schema is replanned
 // automatically if the extension is re-created in another one.
 enum class Statement {
-    insert_state,     // $1 limit_name, $2 key, $3 value, $4 ts; does nothing if the key exists
-    delete_state,     // $1 limit_name, $2 key
-    select_limit,     // $1 name -> algorithm, rate, period, capacity, max_reserved, start
-    select_state,     // $1 limit_name, $2 key -> value, ts
+    insert_state,     // $1 limit_name, $2 key, $3 shard, $4 value, $5 ts; does nothing if the row exists
+    delete_state,     // $1 limit_name, $2 key: every shard
+    select_limit,     // $1 name -> algorithm, rate, period, capacity, max_reserved, start, shards
+    select_state,     // $1 limit_name, $2 key, $3 shard -> value, ts
     lock_state,       // the same, FOR NO KEY UPDATE
-    update_state_if,  // $1 limit_name, $2 key, $3 value, $4 ts; only if it holds $5 value, $6 ts
+    update_state_if,  // $1 limit_name, $2 key, $3 shard, $4 value, $5 ts; only if it holds $6 value, $7 ts
+    select_shards,    // $1 limit_name, $2 key -> shard, value, ts of every shard
 };
 SPIPlanPtr extension_statement(Statement statement);
 

@@ -68,6 +68,7 @@ bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit) {
     const Datum start = SPI_getbinval(row, desc, 6, &isnull);
     limit->has_start = !isnull;
     limit->start = isnull ? 0 : DatumGetTimestampTz(start);
+    limit->shards = DatumGetInt32(SPI_getbinval(row, desc, 7, &isnull));
     require_valid_limit(*limit);
     return true;
 }
@@ -167,6 +168,19 @@ void require_valid_limit(const core::Limit &limit) {
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("start applies only to the fixed_window algorithm"),
                             errhint("Omit start, or use algorithm => 'fixed_window'.")));
+            break;
+        case core::LimitProblem::shards:
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("shards must be between 1 and %d", core::MAX_SHARDS),
+                            errdetail("shards is %d.", limit.shards)));
+            break;
+        case core::LimitProblem::shards_too_small:
+            ereport(ERROR,
+                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("too many shards for the rate and capacity"),
+                     errdetail("Each of the %d shards would get a rate of %s and a capacity of %s; both must be at "
+                               "least %s.",
+                               limit.shards, number_text(limit.rate / limit.shards),
+                               number_text(limit.capacity / limit.shards), number_text(core::MIN_UNITS))));
             break;
         case core::LimitProblem::start_out_of_range:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("start is out of range"),

@@ -20,12 +20,15 @@ CREATE TABLE @extschema@.rate_limit_config (
     capacity     float8 NOT NULL CHECK (capacity >= 1e-9 AND capacity <= 1e12),
     max_reserved float8 CHECK (max_reserved >= 0 AND (max_reserved <= 1e12 OR max_reserved = 'Infinity')),
                                                                                -- NULL: unlimited
-    start        timestamptz CHECK (start IS NULL OR (algorithm = 'fixed_window' AND isfinite(start)))
+    start        timestamptz CHECK (start IS NULL OR (algorithm = 'fixed_window' AND isfinite(start))),
+    shards       integer NOT NULL DEFAULT 1 CHECK (shards BETWEEN 1 AND 256)  -- rows per key (hot-key shards)
 );
 COMMENT ON TABLE @extschema@.rate_limit_config IS
     'pg_ratelimit: named limits; change them with rate_limit_define() and rate_limit_drop()';
 
--- Two numbers per (limit, key), created on first use. A key without a row is at full capacity.
+-- Two numbers per (limit, key, shard), created on first use. A key without a row is at full capacity. A
+-- limit defined with shards => N splits each key's allowance over the rows of shards 0 to N-1; otherwise
+-- a key has the one row of shard 0.
 -- "C" collation: keys are compared byte-wise, the cheapest comparison.
 --
 -- PostgreSQL: every admitted request rewrites its row, and fillfactor 50 leaves room on each page for those
@@ -37,26 +40,29 @@ COMMENT ON TABLE @extschema@.rate_limit_config IS
 -- YugabyteDB (its version() reads "...-YB-..."): rows live in DocDB, where storage parameters such as
 -- fillfactor are ignored and a hash index would become an LSM one. There the table is sharded by a hash of
 -- the whole (limit_name, key), so that the keys of one limit spread over all tablets (PRIMARY KEY
--- (limit_name, key) would hash limit_name alone and put every key of a limit on one tablet), and requests
--- use the SQL access path, which reads by primary key: no lookup index.
+-- (limit_name, key, ...) would hash limit_name alone and put every key of a limit on one tablet), and requests
+-- use the SQL access path, which reads by primary key: no lookup index. The shards of a key share its hash,
+-- so one read finds them all.
 DO $$
 BEGIN
     IF pg_catalog.strpos(pg_catalog.version(), '-YB-') = 0 THEN
         CREATE TABLE @extschema@.rate_limit_state (
             limit_name text COLLATE "C" NOT NULL,
             key        text COLLATE "C" NOT NULL,
+            shard      smallint NOT NULL DEFAULT 0,
             value      float8 NOT NULL,
             ts         timestamptz NOT NULL,
-            PRIMARY KEY (limit_name, key)
+            PRIMARY KEY (limit_name, key, shard)
         ) WITH (fillfactor = 50);
         CREATE INDEX rate_limit_state_lookup ON @extschema@.rate_limit_state USING hash ((limit_name || key));
     ELSE
         CREATE TABLE @extschema@.rate_limit_state (
             limit_name text COLLATE "C" NOT NULL,
             key        text COLLATE "C" NOT NULL,
+            shard      smallint NOT NULL DEFAULT 0,
             value      float8 NOT NULL,
             ts         timestamptz NOT NULL,
-            PRIMARY KEY ((limit_name, key) HASH)
+            PRIMARY KEY ((limit_name, key) HASH, shard ASC)
         );
     END IF;
 END
@@ -112,10 +118,11 @@ VALUES ('default', 'token_bucket', 120, interval '1 minute', 120);
 -- tables; their SQL is schema-qualified and uses pg_catalog operators only.
 CREATE FUNCTION @extschema@.rate_limit_define(
     name text, rate float8, period interval, algorithm text DEFAULT 'token_bucket',
-    capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL, start timestamptz DEFAULT NULL)
+    capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL, start timestamptz DEFAULT NULL,
+    shards integer DEFAULT 1)
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_define' LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz) IS
-    'creates or updates a named limit; keys keep their state unless the algorithm changes';
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz, integer) IS
+    'creates or updates a named limit; keys keep their state unless the algorithm or the number of shards changes';
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_drop' LANGUAGE C VOLATILE SECURITY DEFINER;
@@ -176,14 +183,9 @@ $$;
 -- units back (refund, reset), defining limits and cleaning up need a GRANT EXECUTE: an application role
 -- that uses reservations needs rate_limit_refund. The trigger functions are for the extension's own table
 -- (firing a trigger checks no privilege).
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz),
-                       @extschema@.rate_limit_drop(text),
-                       @extschema@.rate_limit_refund(text, text, float8),
-                       @extschema@.rate_limit_reset(text, text),
-                       @extschema@.rate_limit_cleanup(text),
-                       @extschema@.rate_limit_config_changed(),
-                       @extschema@.rate_limit_config_row(),
-                       @extschema@.rate_limit_extension_changed() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_request(text, text, float8, boolean),
-                          @extschema@.rate_limit_check(text, text, float8) TO PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define, @extschema@.rate_limit_drop, @extschema@.rate_limit_refund,
+                       @extschema@.rate_limit_reset, @extschema@.rate_limit_cleanup,
+                       @extschema@.rate_limit_config_changed, @extschema@.rate_limit_config_row,
+                       @extschema@.rate_limit_extension_changed FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_request, @extschema@.rate_limit_check TO PUBLIC;
 GRANT SELECT ON @extschema@.rate_limit_config TO PUBLIC;

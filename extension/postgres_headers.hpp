@@ -26,6 +26,7 @@ extern "C" {
 #include "commands/event_trigger.h"
 #include "commands/trigger.h"
 #include "common/hashfn.h"
+#include "common/pg_prng.h"
 #include "common/shortest_dec.h"
 #include "executor/executor.h"
 #include "executor/spi.h"

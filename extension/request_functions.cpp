@@ -14,12 +14,19 @@ namespace pg_ratelimit {
 namespace {
 
 void require_cost_fits(const core::Limit &limit, double cost, const text *limit_name) {
-    if (core::validate_cost(limit, cost) == core::CostProblem::exceeds_capacity)
+    if (core::validate_cost(limit, cost) != core::CostProblem::exceeds_capacity) return;
+    if (limit.shards > 1)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("cost %s exceeds the capacity %s of rate limit \"%s\"", number_text(cost),
-                               number_text(limit.capacity), text_to_cstring(limit_name)),
-                        errdetail("Such a request could never succeed."),
-                        errhint("Lower the cost, or raise the limit's capacity with rate_limit_define().")));
+                        errmsg("cost %s exceeds the capacity %s of one of the %d shards of rate limit \"%s\"",
+                               number_text(cost), number_text(limit.capacity / limit.shards), limit.shards,
+                               text_to_cstring(limit_name)),
+                        errdetail("A request is served by one shard: such a request could never succeed."),
+                        errhint("Lower the cost, or define the limit with fewer shards or a larger capacity.")));
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                    errmsg("cost %s exceeds the capacity %s of rate limit \"%s\"", number_text(cost),
+                           number_text(limit.capacity), text_to_cstring(limit_name)),
+                    errdetail("Such a request could never succeed."),
+                    errhint("Lower the cost, or raise the limit's capacity with rate_limit_define().")));
 }
 
 // Arguments (key, limit_name, cost[, reserve]) -> rate_limit_decision.

@@ -2,6 +2,7 @@
 
 #include "clock.hpp"
 #include "core/algorithms.hpp"
+#include "core/shards.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -10,6 +11,88 @@ namespace {
 // deleted and re-inserted under us; the bound only guards against a livelock.
 constexpr int MAX_ATTEMPTS = 8;
 
+[[noreturn]] void unsettled() {
+    ereport(ERROR,
+            (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+             errmsg("could not settle concurrent updates of a rate limit key"), errhint("Retry the transaction.")));
+    pg_unreachable();
+}
+
+const char *write_action(SettleMode mode) {
+    return mode == SettleMode::refund ? "refund rate limit units" : "consume rate limit units";
+}
+
+// One attempt on one shard's row: read it (locking the newest version after a lost race under READ
+// COMMITTED), decide, write. `decided` gets the decision; `stored` and `found` what it was made from.
+// Returns false for a lost race.
+bool attempt(const StateAccess &access, StateHandle *handle, int16 shard, int attempt_number, const core::Limit &limit,
+             SettleMode mode, double cost, bool reserve, core::Micros origin, core::Outcome *decided,
+             core::State *stored, bool *found) {
+    *found = access.fetch(handle, shard, stored);
+    if (*found && attempt_number > 0 && !IsolationUsesXactSnapshot())
+        *found = access.lock_latest(handle, shard, stored);
+    const core::State *current = *found ? stored : nullptr;
+    const core::Micros now = clock_now();  // after the row lock: a waiter decides at its own turn
+    *decided = mode == SettleMode::refund ? core::refund(limit, current, now, cost, origin)
+                                          : core::request(limit, current, now, cost, reserve, origin);
+    if (mode == SettleMode::check || !decided->write) {
+        if (!*found) access.rely_on_absence(handle, shard);
+        return true;
+    }
+    require_writable_transaction(write_action(mode));
+    return *found ? access.update(handle, shard, decided->next) == WriteResult::written
+                  : access.insert(handle, shard, decided->next);
+}
+
+// Settles on one shard's row, attempt after attempt until one is not a lost race. `stored` and `found`
+// get the row the decision was made from.
+core::Outcome settle_row(const StateAccess &access, StateHandle *handle, int16 shard, const core::Limit &limit,
+                         SettleMode mode, double cost, bool reserve, core::Micros origin, core::State *stored,
+                         bool *found) {
+    for (int number = 0; number < MAX_ATTEMPTS; ++number) {
+        core::Outcome decided;
+        if (attempt(access, handle, shard, number, limit, mode, cost, reserve, origin, &decided, stored, found))
+            return decided;
+    }
+    unsettled();
+}
+
+// A sharded limit (core/shards.hpp): peek at every shard, choose one, settle on it, and report the key's
+// figures across shards. A call that loses the race for its shard stays on it (locking its newest version
+// under READ COMMITTED) rather than choosing again: a call holding one shard's row lock must never wait for
+// another's, or two calls crossing over two shards would deadlock.
+core::Outcome settle_sharded(const StateAccess &access, StateHandle *handle, const core::Limit &limit, SettleMode mode,
+                             double cost, bool reserve, core::Micros origin) {
+    const core::Limit shard = core::shard_limit(limit);
+    const int count = limit.shards;
+    ShardRow rows[core::MAX_SHARDS];
+    core::ShardView views[core::MAX_SHARDS];
+    const int peeked = access.peek(handle, rows, core::MAX_SHARDS);
+    for (int i = 0; i < peeked; ++i) {
+        // Rows of shards beyond the count cannot exist: redefining the count deletes the key's rows.
+        if (rows[i].shard < 0 || rows[i].shard >= count) continue;
+        views[rows[i].shard] = core::ShardView{rows[i].state, true, rows[i].busy};
+    }
+    const core::Micros now = clock_now();
+    const int chosen = mode == SettleMode::refund
+                           ? core::choose_shard_for_refund(shard, views, count, now, origin)
+                           : core::choose_shard_for_request(shard, views, count, now, cost, reserve, origin,
+                                                            pg_prng_uint64(&pg_global_prng_state));
+    if (chosen < 0) {
+        // A refund, and no shard has a row: every shard is full, nothing to give back.
+        const core::Outcome full = core::refund(shard, nullptr, now, cost, origin);
+        return core::combine_shards(shard, views, count, 0, full, now, cost, reserve, true, origin);
+    }
+    core::State stored;
+    bool found = false;
+    const core::Outcome decided =
+        settle_row(access, handle, static_cast<int16>(chosen), shard, mode, cost, reserve, origin, &stored, &found);
+    // The figures of the other shards come from the peek, of the chosen one from what it decided on.
+    views[chosen] = found ? core::ShardView{stored, true, false} : core::ShardView{};
+    return core::combine_shards(shard, views, count, chosen, decided, clock_now(), cost, reserve,
+                                mode == SettleMode::refund, origin);
+}
+
 }  // namespace
 
 core::Outcome settle(const StateTarget &target, const core::Limit &limit, SettleMode mode, double cost, bool reserve,
@@ -17,32 +100,13 @@ core::Outcome settle(const StateTarget &target, const core::Limit &limit, Settle
     StateHandle handle;
     state_access_open(target, &handle);
     const StateAccess &access = *handle.access;
-    for (int attempt = 0; attempt < MAX_ATTEMPTS; ++attempt) {
-        core::State stored;
-        bool found = access.fetch(&handle, &stored);
-        if (found && attempt > 0 && !IsolationUsesXactSnapshot()) found = access.lock_latest(&handle, &stored);
-        const core::State *current = found ? &stored : nullptr;
-        const core::Micros now = clock_now();  // after the row lock: a waiter decides at its own turn
-        const core::Outcome outcome = mode == SettleMode::refund
-                                          ? core::refund(limit, current, now, cost, origin)
-                                          : core::request(limit, current, now, cost, reserve, origin);
-        if (mode == SettleMode::check || !outcome.write) {
-            access.close(&handle);
-            return outcome;
-        }
-        require_writable_transaction(mode == SettleMode::refund ? "refund rate limit units"
-                                                                : "consume rate limit units");
-        const bool written =
-            found ? access.update(&handle, outcome.next) == WriteResult::written : access.insert(&handle, outcome.next);
-        if (written) {
-            access.close(&handle);
-            return outcome;
-        }
-    }
-    ereport(ERROR,
-            (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-             errmsg("could not settle concurrent updates of a rate limit key"), errhint("Retry the transaction.")));
-    pg_unreachable();
+    core::State stored;
+    bool found = false;
+    const core::Outcome outcome =
+        limit.shards > 1 ? settle_sharded(access, &handle, limit, mode, cost, reserve, origin)
+                         : settle_row(access, &handle, 0, limit, mode, cost, reserve, origin, &stored, &found);
+    access.close(&handle);
+    return outcome;
 }
 
 }  // namespace pg_ratelimit

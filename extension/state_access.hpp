@@ -7,9 +7,10 @@
 //
 // settle() (settle.hpp) drives both the same way: fetch the row with the statement's snapshot, decide,
 // then update it compare-and-set (or insert it); under READ COMMITTED a lost race is followed by
-// lock_latest, which locks the newest version and reads it. Both paths behave as UPDATE does under
-// concurrency: waiting on a row lock under READ COMMITTED, 40001 on a concurrent update under REPEATABLE
-// READ and SERIALIZABLE.
+// lock_latest, which locks the newest version and reads it. A key of a sharded limit has one row per
+// shard (core/shards.hpp): settle() first peeks at all of them to choose one, then works on that one. Both paths behave
+// as UPDATE does under concurrency: waiting on a row lock under READ COMMITTED, 40001 on a concurrent update under
+// REPEATABLE READ and SERIALIZABLE.
 //
 // The path is chosen per call by state_access_for(), from the setting pg_ratelimit.access_path (auto,
 // direct, sql; superusers only, or roles granted SET on it) and, for auto, from the server and the
@@ -33,7 +34,7 @@ struct StateTarget {
 // The direct path's working state (access_direct.cpp).
 struct DirectState {
     StateRelations relations;
-    TupleTableSlot *slot;  // the key's row after a successful fetch
+    TupleTableSlot *slot;  // the row of the shard fetched last
     Size row_bound;        // more than the key's row takes on a page
     ScanKeyData lookup_keys[2];
     int lookup_key_count;
@@ -51,6 +52,15 @@ struct SqlState {
 
 enum class WriteResult { written, lost_race };
 
+// One row of the key, as peek() reports it.
+struct ShardRow {
+    core::State state;
+    int16 shard;
+    // A concurrent transaction is modifying the row or modified it after the snapshot (the direct path
+    // reads it on the tuple; the SQL path cannot tell and says false).
+    bool busy;
+};
+
 struct StateAccess;
 
 // One call's handle on its row. Plain data: the access paths keep nothing that needs a destructor.
@@ -66,16 +76,24 @@ struct StateHandle {
 struct StateAccess {
     const char *name;
     void (*open)(StateHandle *handle);
-    // The key's row as the statement's snapshot sees it; false if it has none.
-    bool (*fetch)(StateHandle *handle, core::State *state);
-    // READ COMMITTED only: locks the newest version of the row and reads it; false if it was deleted.
-    bool (*lock_latest)(StateHandle *handle, core::State *state);
-    // Replaces the row's two numbers if it still holds what fetch or lock_latest read last; lost_race
-    // (READ COMMITTED) if a concurrent transaction changed or deleted it first. Raises 40001 under
-    // REPEATABLE READ and SERIALIZABLE, as UPDATE does.
-    WriteResult (*update)(StateHandle *handle, const core::State &next);
-    // Inserts the key's first row; false if a concurrent transaction inserted it first.
-    bool (*insert)(StateHandle *handle, const core::State &next);
+    // The row of the key's `shard` as the statement's snapshot sees it; false if there is none.
+    bool (*fetch)(StateHandle *handle, int16 shard, core::State *state);
+    // After a fetch found no row and the call decided to write none (a check, a refund or a denial): the
+    // decision rests on the row's absence, so under SERIALIZABLE a concurrent insert of it must conflict
+    // with this transaction. (A call that inserts the row needs nothing: the unique index settles a race.)
+    void (*rely_on_absence)(StateHandle *handle, int16 shard);
+    // The key's rows, at most `capacity` of them: what settle() chooses a shard by. An estimate, read
+    // without the serializable predicate locks a fetch takes on the direct path (the call must not depend,
+    // for SSI, on shards it does not use); the SQL path reads them with a plain SELECT.
+    int (*peek)(StateHandle *handle, ShardRow *rows, int capacity);
+    // READ COMMITTED only: locks the newest version of the shard's row and reads it; false if it was deleted.
+    bool (*lock_latest)(StateHandle *handle, int16 shard, core::State *state);
+    // Replaces the shard's two numbers if its row still holds what fetch or lock_latest read last;
+    // lost_race (READ COMMITTED) if a concurrent transaction changed or deleted it first. Raises 40001
+    // under REPEATABLE READ and SERIALIZABLE, as UPDATE does.
+    WriteResult (*update)(StateHandle *handle, int16 shard, const core::State &next);
+    // Inserts the shard's first row; false if a concurrent transaction inserted it first.
+    bool (*insert)(StateHandle *handle, int16 shard, const core::State &next);
     void (*close)(StateHandle *handle);
 };
 
@@ -85,7 +103,7 @@ extern const StateAccess sql_access;
 // Inserts a key's first row with SQL (both paths do): false if a concurrent transaction inserted it first.
 // `guarded`: a unique index is in flux (StateRelations::unique_index_in_flux), so a concurrent first insert
 // may show as a unique violation: the insert then runs in a subtransaction that reports it as a lost race.
-bool insert_state_row(const StateTarget &target, const core::State &next, bool guarded);
+bool insert_state_row(const StateTarget &target, int16 shard, const core::State &next, bool guarded);
 
 // Registers pg_ratelimit.access_path and detects the server kind.
 void state_access_init();

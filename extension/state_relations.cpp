@@ -70,8 +70,8 @@ void check_table(Relation heap, Oid extension) {
 }
 
 // Whether `index` (opened) is usable now and what it is: the hash index on (limit_name || key), or a
-// unique index on (limit_name, key) (a btree on PostgreSQL, an LSM index on YugabyteDB), both with the "C"
-// collation the keys are compared in.
+// unique index on (limit_name, key, shard) (a btree on PostgreSQL, an LSM index on YugabyteDB), both with
+// the "C" collation the texts are compared in.
 enum class IndexKind { other, hash_lookup, unique_key };
 
 bool is_column(const Node *node, AttrNumber attnum) {
@@ -82,9 +82,9 @@ IndexKind index_kind(Relation index, const StateColumns &columns) {
     const Form_pg_index form = index->rd_index;
     if (!form->indisvalid || !form->indisready || !form->indislive || RelationGetIndexPredicate(index) != NIL)
         return IndexKind::other;
-    if (form->indisunique && form->indnkeyatts == 2 && form->indkey.values[0] == columns.limit_name &&
-        form->indkey.values[1] == columns.key && index->rd_indcollation[0] == C_COLLATION_OID &&
-        index->rd_indcollation[1] == C_COLLATION_OID)
+    if (form->indisunique && form->indnkeyatts == 3 && form->indkey.values[0] == columns.limit_name &&
+        form->indkey.values[1] == columns.key && form->indkey.values[2] == columns.shard &&
+        index->rd_indcollation[0] == C_COLLATION_OID && index->rd_indcollation[1] == C_COLLATION_OID)
         return IndexKind::unique_key;
     if (index->rd_rel->relam != HASH_AM_OID || form->indnkeyatts != 1 || form->indkey.values[0] != 0 ||
         index->rd_indcollation[0] != C_COLLATION_OID)
@@ -106,8 +106,8 @@ void derive_once(Relation heap, Oid extension, Oid schema) {
     Derived next{};
     next.schema = schema;
     next.heap = RelationGetRelid(heap);
-    next.columns = {column(heap, "limit_name", TEXTOID), column(heap, "key", TEXTOID), column(heap, "value", FLOAT8OID),
-                    column(heap, "ts", TIMESTAMPTZOID)};
+    next.columns = {column(heap, "limit_name", TEXTOID), column(heap, "key", TEXTOID), column(heap, "shard", INT2OID),
+                    column(heap, "value", FLOAT8OID), column(heap, "ts", TIMESTAMPTZOID)};
     List *indexes = RelationGetIndexList(heap);
     constexpr int MAX_INDEXES = sizeof(next.indexes) / sizeof(next.indexes[0]);
     next.index_count = list_length(indexes) <= MAX_INDEXES ? 0 : -1;
@@ -130,9 +130,11 @@ void derive_once(Relation heap, Oid extension, Oid schema) {
     }
     list_free(indexes);
     if (next.unique == InvalidOid)
-        refuse_table(heap, "it has no valid unique index on (limit_name, key)",
-                     "Re-create its primary key: ALTER TABLE rate_limit_state ADD PRIMARY KEY (limit_name, key).");
-    // Without the hash index the direct path reads the unique btree; the SQL path needs neither.
+        refuse_table(heap, "it has no valid unique index on (limit_name, key, shard)",
+                     "Re-create its primary key: ALTER TABLE rate_limit_state ADD PRIMARY KEY (limit_name, key, "
+                     "shard).");
+    // Without the hash index the direct path reads the unique btree (its first two columns); the SQL path
+    // needs neither.
     if (!next.lookup_is_hash) next.lookup = next.unique_is_btree ? next.unique : InvalidOid;
     next.valid = true;
     cached = next;

@@ -8,14 +8,14 @@
 // EXTENSION.
 //
 // The lookup index is the extension's hash index on (limit_name || key) while it is valid, and otherwise
-// the unique btree on (limit_name, key) (the primary key), so that a DBA can drop, rebuild or re-create
-// the hash index under load without any request failing.
+// the unique btree on (limit_name, key, shard) (the primary key), so that a DBA can drop, rebuild or
+// re-create the hash index under load without any request failing.
 //
 // A table that requests cannot update correctly is refused with SQLSTATE 55000 at the first call, never
-// crashed on: one without the four columns as the install script made them, with triggers, rules, CHECK
+// crashed on: one without the five columns as the install script made them, with triggers, rules, CHECK
 // constraints, stored generated columns or forced row-level security (the direct path writes rows
 // without firing or checking those), not an ordinary table, not the extension's own, or without a valid
-// unique index on (limit_name, key). Other columns a DBA adds are kept as they are by updates (as an
+// unique index on (limit_name, key, shard). Other columns a DBA adds are kept as they are by updates (as an
 // UPDATE of value and ts would) and get their defaults on insert.
 #pragma once
 
@@ -27,6 +27,7 @@ namespace pg_ratelimit {
 struct StateColumns {
     AttrNumber limit_name;
     AttrNumber key;
+    AttrNumber shard;
     AttrNumber value;
     AttrNumber ts;
 };
@@ -34,7 +35,7 @@ struct StateColumns {
 struct StateRelations {
     Relation heap;        // RowExclusiveLock, until the end of the transaction
     Relation lookup;      // AccessShareLock; nullptr unless opened with an index
-    bool lookup_is_hash;  // the hash index on (limit_name || key); otherwise the btree on (limit_name, key)
+    bool lookup_is_hash;  // the hash index on (limit_name || key); otherwise the btree on (limit_name, key, shard)
     // A unique index is ready but not valid: CREATE INDEX or REINDEX CONCURRENTLY is building it, or
     // REINDEX CONCURRENTLY is retiring it. INSERT ... ON CONFLICT takes no such index as an arbiter, so
     // two first inserts of one key can then fail with a unique violation instead of doing nothing

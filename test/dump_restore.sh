@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Limits and key state survive pg_dump / pg_restore, including a redefined 'default' (which collides
-# with the row CREATE EXTENSION inserts) and a limit in use. Needs a server through the libpq
+# with the row CREATE EXTENSION inserts), a limit in use and a sharded one. Needs a server through the libpq
 # environment (scripts/test.sh provides one). Exits non-zero on any difference.
 set -euo pipefail
 work=$(mktemp -d)
@@ -15,18 +15,21 @@ SET pg_ratelimit.fake_now = '2026-01-01 00:00:00+00';
 SELECT rate_limit_define('default', rate => 7, period => '1 second', capacity => 9);
 SELECT rate_limit_define('send_message', rate => 5, period => '2 minutes', algorithm => 'fixed_window',
                          max_reserved => 3, start => '2026-01-01 00:00:00+00');
+SELECT rate_limit_define('hot', rate => 100, period => '1 minute', shards => 4);
 SELECT rate_limit_request('user1');
 SELECT rate_limit_request('user1', 'send_message', 4);
+SELECT rate_limit_request('user1', 'hot', 20) FROM generate_series(1, 3);
 SQL
 
 snapshot() {
     psql -X -At -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
 SET timezone = 'UTC';
-SELECT 'config', name, algorithm, rate, period, capacity, max_reserved, start FROM rate_limit_config ORDER BY name;
-SELECT 'state', limit_name, key, value, ts FROM rate_limit_state ORDER BY limit_name, key;
+SELECT 'config', name, algorithm, rate, period, capacity, max_reserved, start, shards FROM rate_limit_config ORDER BY name;
+SELECT 'state', limit_name, key, shard, value, ts FROM rate_limit_state ORDER BY limit_name, key, shard;
 SET pg_ratelimit.fake_now = '2026-01-01 00:00:00+00';
 SELECT 'decision', * FROM rate_limit_check('user1');
 SELECT 'decision', * FROM rate_limit_check('user1', 'send_message');
+SELECT 'decision', * FROM rate_limit_check('user1', 'hot');
 SQL
 }
 
@@ -41,6 +44,7 @@ if ! diff -u "$work/before" "$work/after"; then
     exit 1
 fi
 grep -q '^config|default|token_bucket|7|' "$work/after" || { echo "dump_restore: FAILED (redefined default lost)" >&2; exit 1; }
-grep -q '^state|send_message|user1|1|' "$work/after" || { echo "dump_restore: FAILED (state lost)" >&2; exit 1; }
+grep -q '^state|send_message|user1|0|1|' "$work/after" || { echo "dump_restore: FAILED (state lost)" >&2; exit 1; }
+[ "$(grep -c '^state|hot|user1|' "$work/after")" -eq 3 ] || { echo "dump_restore: FAILED (shards lost)" >&2; exit 1; }
 echo "dump_restore: ok ($(grep -c '^config' "$work/after") limits, $(grep -c '^state' "$work/after") keys restored)"
 echo "cases: 1"

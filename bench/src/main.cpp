@@ -528,6 +528,7 @@ int run(int argc, char **argv) {
         step("settling: every system " + std::to_string(o.settle).substr(0, 4) + " s on uniform keys, unmeasured", [&] {
             for (System *s : plain) {
                 std::vector<std::unique_ptr<Worker>> workers;
+                workers.reserve(2);
                 for (int c = 0; c < 2; ++c) workers.push_back(s->connect());
                 (void)run_timed(workers, keys, Dist::uniform, 0, o.settle, 1);
             }

@@ -52,6 +52,17 @@ namespace pg_ratelimit::core {
 // one can give a key whose row was deleted up to one refill of the difference (README, Operations).
 inline constexpr Micros CLEANUP_MARGIN = Micros{5} * 60 * 1000000;
 
+// A key's balance at now, before any consumption (nullptr: no row, full).
+[[nodiscard]] double balance_at(const Limit &limit, const State *stored, Micros now, Micros origin) noexcept;
+
+// Whether request() would admit cost now, without computing its waits.
+[[nodiscard]] bool admits(const Limit &limit, const State *stored, Micros now, double cost, bool reserve,
+                          Micros origin) noexcept;
+
+// How long after now until the key is back at full capacity (reset_after), and until it is out of debt.
+[[nodiscard]] Micros time_to_full(const Limit &limit, const State *stored, Micros now, Micros origin) noexcept;
+[[nodiscard]] Micros time_out_of_debt(const Limit &limit, const State *stored, Micros now, Micros origin) noexcept;
+
 // The whole units a balance represents for users: 0 while in debt.
 [[nodiscard]] std::int64_t whole_units(const Limit &limit, double balance) noexcept;
 

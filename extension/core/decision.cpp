@@ -43,7 +43,6 @@ Micros wait_until_covered(const Limit &limit, const State *from, double units, d
     const Micros guess =
         std::clamp(rules_of(limit).guess(limit, units - allowance - start.value, start.at, origin), start.at + 1, last);
     if (ok(guess)) {
-        hi = guess;
         if (!ok(guess - 1)) return guess - now;
         hi = guess - 1;
     } else {
@@ -55,6 +54,13 @@ Micros wait_until_covered(const Limit &limit, const State *from, double units, d
         (ok(mid) ? hi : lo) = mid;
     }
     return std::min(hi - now, MAX_DURATION);
+}
+
+// How far short of a cost a request may be and still be admitted: the tolerance, plus for a reservation
+// the debt it may take on ("unlimited" reservations still keep the debt within MAX_UNITS, like every
+// other figure).
+double allowed_shortfall(const Limit &limit, bool reserve) noexcept {
+    return (reserve ? std::min(limit.max_reserved, MAX_UNITS) : 0) + tolerance(limit);
 }
 
 // Whether storing next changes anything (a key without a row always needs one). A cost too small to move
@@ -112,12 +118,27 @@ std::int64_t whole_units(const Limit &limit, double balance) noexcept {
     return units > 0 ? static_cast<std::int64_t>(std::min(units, MAX_UNITS)) : 0;
 }
 
+double balance_at(const Limit &limit, const State *stored, Micros now, Micros origin) noexcept {
+    return level_of(limit, stored, now, origin).value;
+}
+
+Micros time_to_full(const Limit &limit, const State *stored, Micros now, Micros origin) noexcept {
+    return wait_until_covered(limit, stored, limit.capacity, tolerance(limit), now, origin);
+}
+
+Micros time_out_of_debt(const Limit &limit, const State *stored, Micros now, Micros origin) noexcept {
+    return wait_until_covered(limit, stored, 0, tolerance(limit), now, origin);
+}
+
+bool admits(const Limit &limit, const State *stored, Micros now, double cost, bool reserve, Micros origin) noexcept {
+    return covers(level_of(limit, stored, now, origin).value, cost, allowed_shortfall(limit, reserve));
+}
+
 Outcome request(const Limit &limit, const State *stored, Micros now, double cost, bool reserve,
                 Micros origin) noexcept {
     const Level level = level_of(limit, stored, now, origin);
     const double tol = tolerance(limit);
-    // "Unlimited" reservations still keep the debt within MAX_UNITS, like every other figure.
-    const double allowance = (reserve ? std::min(limit.max_reserved, MAX_UNITS) : 0) + tol;
+    const double allowance = allowed_shortfall(limit, reserve);
     Outcome out;
     if (covers(level.value, cost, allowance)) {
         out.allowed = true;

@@ -24,6 +24,7 @@ inline constexpr double MAX_UNITS = 1e12;  // rate, capacity, cost, max_reserved
 inline constexpr double MIN_UNITS = 1e-9;
 inline constexpr Micros MAX_PERIOD = Micros{100} * 366 * 86400 * 1000000;  // 100 years
 inline constexpr Micros MAX_DURATION = MAX_PERIOD * 1000;                  // longest retry_after/reset_after reported
+inline constexpr int MAX_SHARDS = 256;
 
 struct Limit {
     Algorithm algorithm = Algorithm::token_bucket;
@@ -33,6 +34,10 @@ struct Limit {
     double max_reserved = 0;  // deepest debt a reservation may create; +infinity: up to MAX_UNITS
     bool has_start = false;   // fixed window only: windows start at start + k * period
     Micros start = 0;
+    // Hot-key shards (core/shards.hpp): each key's allowance is split over this many rows, each a limit of
+    // its own with rate, capacity and max_reserved divided by the count. The decisions below are made per
+    // shard, with shard_limit(); 1 means no split.
+    int shards = 1;
 };
 
 // The two numbers stored per (limit, key). value may be negative (debt from reservations).

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/algorithms.hpp"
+#include "core/shards.hpp"
 
 namespace pg_ratelimit::core {
 bool valid_units(double units) noexcept { return units >= MIN_UNITS && units <= MAX_UNITS; }  // false for NaN
@@ -18,12 +19,16 @@ LimitProblem validate_limit(const Limit &limit) noexcept {
         if (limit.algorithm != Algorithm::fixed_window) return LimitProblem::start_needs_fixed_window;
         if (limit.start > MAX_START_OFFSET || limit.start < -MAX_START_OFFSET) return LimitProblem::start_out_of_range;
     }
+    if (limit.shards < 1 || limit.shards > MAX_SHARDS) return LimitProblem::shards;
+    if (limit.rate / limit.shards < MIN_UNITS || limit.capacity / limit.shards < MIN_UNITS)
+        return LimitProblem::shards_too_small;
     return LimitProblem::none;
 }
 
 CostProblem validate_cost(const Limit &limit, double cost) noexcept {
     if (!valid_units(cost)) return CostProblem::not_positive_finite;
-    if (cost > limit.capacity + tolerance(limit)) return CostProblem::exceeds_capacity;
+    const Limit shard = shard_limit(limit);  // the limit itself when not sharded
+    if (cost > shard.capacity + tolerance(shard)) return CostProblem::exceeds_capacity;
     return CostProblem::none;
 }
 

@@ -15,12 +15,14 @@ enum class LimitProblem : std::uint8_t {
     max_reserved,     // NaN or < 0 (+infinity means unlimited)
     start_needs_fixed_window,
     start_out_of_range,  // further than MAX_START_OFFSET from 2000-01-01
+    shards,              // outside [1, MAX_SHARDS]
+    shards_too_small,    // rate / shards or capacity / shards below MIN_UNITS
 };
 
 enum class CostProblem : std::uint8_t {
     none,
     not_positive_finite,  // NaN or outside [MIN_UNITS, MAX_UNITS]
-    exceeds_capacity,     // can never succeed, even on a full key
+    exceeds_capacity,     // can never succeed, even on a full key (a full shard, for a sharded limit)
 };
 
 // Keeps window arithmetic far from int64 overflow: about 10,000 years either side of 2000.

@@ -100,8 +100,7 @@ Micros FillTime(const Limit &l) {
 }
 
 Level LevelAt(const Keyed &s, const State &state, Micros now) {
-    const RefillRules &rules =
-        s.limit.algorithm == Algorithm::token_bucket ? token_bucket_rules : fixed_window_rules;
+    const RefillRules &rules = s.limit.algorithm == Algorithm::token_bucket ? token_bucket_rules : fixed_window_rules;
     return rules.level(s.limit, state, now, s.origin);
 }
 

@@ -115,9 +115,7 @@ void print_limit(const char *label, const Limit &l, Micros origin) {
 
 // --- validation --------------------------------------------------------------------------------------
 
-bool valid_units(double units) {
-    return std::isfinite(units) && units >= core::MIN_UNITS && units <= core::MAX_UNITS;
-}
+bool valid_units(double units) { return std::isfinite(units) && units >= core::MIN_UNITS && units <= core::MAX_UNITS; }
 
 unsigned problem_bit(core::LimitProblem problem) { return 1U << static_cast<unsigned>(problem); }
 
@@ -464,8 +462,7 @@ class Run {
                     "after={%.17g, %" PRId64 "} reset_after=%" PRId64, after->value, after->ts, out.reset_after);
         }
         if (out.reset_after > 0 && later(now_, out.reset_after - 1, &then)) {
-            require(!at_capacity(then),
-                    "reset_after exact: the key is not full 1 us before reset_after",
+            require(!at_capacity(then), "reset_after exact: the key is not full 1 us before reset_after",
                     "after={%.17g, %" PRId64 "} reset_after=%" PRId64, after->value, after->ts, out.reset_after);
         }
     }
@@ -579,7 +576,7 @@ class Run {
     Micros origin_ = 0;
     std::uint64_t key_hash_;
     Micros now_;
-    Micros latest_ = 0;     // the key time: the latest instant written at or judged full at by cleanup
+    Micros latest_ = 0;  // the key time: the latest instant written at or judged full at by cleanup
     Micros clock_floor_ = std::numeric_limits<Micros>::min();  // the latest instant cleanup judged a row at
     Micros last_wait_ = 0;  // the last retry_after reported (wait_retry moves the clock by it)
     double magnitude_ = 0;  // largest capacity, balance or cost seen: the scale of rounding

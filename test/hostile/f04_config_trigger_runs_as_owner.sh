@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh"
 setup_review review_f04_manager
 
 q <<'SQL'
-GRANT EXECUTE ON FUNCTION rate_limit_define(text, float8, interval, text, float8, float8, timestamptz)
+GRANT EXECUTE ON FUNCTION rate_limit_define
     TO review_f04_manager;
 GRANT TRIGGER ON rate_limit_config TO review_f04_manager;
 CREATE SCHEMA manager AUTHORIZATION review_f04_manager;

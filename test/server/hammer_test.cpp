@@ -1,8 +1,8 @@
-// The concurrency hammer: many connections, many requests, one key, at each isolation level. Whatever
-// the interleaving, the admitted total must equal the allowance exactly (the limit's refill over the
-// test is negligible). Each request is its own transaction run by the client library's
-// run_transaction, which retries serialization failures (40001) and deadlocks (40P01); any other error,
-// or running out of retries, fails the test.
+// The concurrency hammer: many connections, many requests, one key, at each isolation level, on one row
+// or split over hot-key shards. Whatever the interleaving, the admitted total must equal the allowance
+// exactly (the limit's refill over the test is negligible). Each request is its own transaction run by the client
+// library's run_transaction, which retries serialization failures (40001) and deadlocks (40P01); any other error, or
+// running out of retries, fails the test.
 #include <gtest/gtest.h>
 
 #include <pg_ratelimit/retry.hpp>
@@ -41,12 +41,13 @@ struct Scenario {
     std::string algorithm;
     double allowance;  // rate = capacity
     double cost;
-    bool warm_key;  // the key's row exists before the hammer starts (else: new-key race)
+    bool warm_key;   // the key's row exists before the hammer starts (else: new-key race)
+    int shards = 1;  // hot-key shards (core/shards.hpp): the allowance split over that many rows
 };
 
 std::string describe(const Scenario &s) {
     return level_name(s.level) + "_" + s.algorithm + (s.cost == 1 ? "" : "_fractional") +
-           (s.warm_key ? "_warm" : "_new_key");
+           (s.warm_key ? "_warm" : "_new_key") + (s.shards == 1 ? "" : "_" + std::to_string(s.shards) + "_shards");
 }
 
 std::string scenario_name(const testing::TestParamInfo<Scenario> &info) { return describe(info.param); }
@@ -108,8 +109,8 @@ TEST_P(Hammer, AdmitsExactlyTheAllowance) {
         pqxx::connection admin{""};
         pqxx::work tx{admin};
         tx.exec("CREATE EXTENSION IF NOT EXISTS pg_ratelimit");
-        tx.exec_params("SELECT rate_limit_define($1, rate => $2, period => '1000 days', algorithm => $3)", limit,
-                       s.allowance, s.algorithm);
+        tx.exec_params("SELECT rate_limit_define($1, rate => $2, period => '1000 days', algorithm => $3, shards => $4)",
+                       limit, s.allowance, s.algorithm, s.shards);
         tx.exec_params("SELECT rate_limit_reset('hot', $1)", limit);
         if (s.warm_key) {
             // A request and its refund leave the key full, with its row in place.
@@ -168,6 +169,9 @@ std::vector<Scenario> scenarios() {
         all.push_back({level, "token_bucket", 300, 1, true});
         all.push_back({level, "fixed_window", 400, 1, false});
         all.push_back({level, "token_bucket", 200, 0.5, false});
+        // Sharded keys: every shard drained exactly, none overdrawn, whichever shard each call picks.
+        all.push_back({level, "token_bucket", 400, 1, false, 4});
+        all.push_back({level, "fixed_window", 400, 1, true, 16});
     }
     return all;
 }
