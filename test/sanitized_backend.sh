@@ -15,7 +15,7 @@
 # valgrind: the normal build, the postmaster run under memcheck (--trace-children=yes; the backends it
 #   forks are checked too), suppressions in test/sanitized_backend/valgrind.supp. Adds the use of
 #   uninitialised memory (palloc'd memory counts as uninitialised only while its block is fresh from
-#   malloc, not once a block is reused). Some 30 to 40 times as slow as a normal run: the direct access
+#   malloc, not once a block is reused). Some 30 to 60 times as slow as a normal run: the direct access
 #   path only.
 #
 # The extension is built in a copy of the sources in the run directory, never in extension/: the normal
