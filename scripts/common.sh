@@ -74,7 +74,8 @@ private_postgres() {
 }
 
 # Builds the extension as the calling user and installs it into the private PostgreSQL. Extra arguments go
-# to make (e.g. PG_CXXFLAGS for a sanitizer build). PG_CONFIG is passed on the command line: an exported
+# to make (variables given there replace the Makefile's own: pass extra compiler flags in the environment
+# instead, as test/sanitized_backend.sh does). PG_CONFIG is passed on the command line: an exported
 # variable would not survive sudo, and a Makefile default would pick whichever pg_config is on PATH.
 build_and_install_extension() {
     private_postgres
@@ -119,12 +120,18 @@ cluster_start() {
     [[ " ${CLUSTERS[*]} " == *" $name "* ]] || CLUSTERS+=("$name")
 }
 
-# cluster_stop NAME [fast|smart|immediate]
+# cluster_stop NAME [fast|smart|immediate]. A PostgreSQL 15 postmaster asked for a fast shutdown while it
+# is still recovering from a backend's crash can hang for good: wait (up to a minute) until it accepts
+# connections again first, and stop it immediately if a stop does not finish.
 cluster_stop() {
     local dir
     dir=$(cluster_dir "$1")
     [ -f "$dir/data/postmaster.pid" ] || return 0
-    "${RUN_AS_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$dir/data" -m "${2:-fast}" -w stop >/dev/null 2>&1 || true
+    if [ "${2:-fast}" != immediate ]; then
+        "$PG_BIN/pg_isready" -q -h "$dir" -p 5432 -t 60 >/dev/null 2>&1 || true
+    fi
+    "${RUN_AS_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$dir/data" -m "${2:-fast}" -w -t 60 stop >/dev/null 2>&1 ||
+        "${RUN_AS_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
 }
 
 # The postmaster's pid (for kill -9 in the crash test).

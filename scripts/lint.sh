@@ -8,7 +8,7 @@ ensure_packages "${PACKAGES[@]}" clang-format clang-tidy bear
 cd "$ROOT"
 
 log "clang-format"
-mapfile -t sources < <(git ls-files '*.cpp' '*.hpp')
+mapfile -t sources < <(git ls-files '*.cpp' '*.hpp' '*.c')
 clang-format --dry-run -Werror "${sources[@]}"
 
 log "clang-tidy: extension (PGXS)"

@@ -75,6 +75,11 @@ for path in direct sql; do
         env ACCESS_PATH=$path "$ROOT/test/hostile/run.sh"
 done
 
+# The pg_regress and isolation suites again, with the extension built with ASan + UBSan and loaded in
+# real backends (clusters of its own; `test/sanitized_backend.sh valgrind` runs memcheck instead, slower).
+run_suite "pg_regress + isolation, extension under ASan + UBSan (both paths)" count_cases \
+    "$ROOT/test/sanitized_backend.sh"
+
 printf '\n%-58s %-7s %7s %7s\n' "suite" "result" "cases" "time"
 printf '%s\n' "${SUMMARY[@]}"
 if [ ${#FAILED[@]} -gt 0 ]; then
