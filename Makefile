@@ -5,6 +5,8 @@ MODULE_big = pg_ratelimit
 OBJS = \
 	extension/core/decision.o \
 	extension/core/fixed_window.o \
+	extension/core/memory_identity.o \
+	extension/core/memory_table.o \
 	extension/core/shards.o \
 	extension/core/token_bucket.o \
 	extension/core/validate.o \
