@@ -11,6 +11,7 @@ OBJS = \
 	extension/core/token_bucket.o \
 	extension/core/validate.o \
 	extension/access_direct.o \
+	extension/access_memory.o \
 	extension/access_sql.o \
 	extension/call_context.o \
 	extension/cleanup_function.o \
@@ -22,6 +23,7 @@ OBJS = \
 	extension/extension_sql.o \
 	extension/limit_cache.o \
 	extension/limit_lock.o \
+	extension/memory_state.o \
 	extension/module.o \
 	extension/request_functions.o \
 	extension/settle.o \

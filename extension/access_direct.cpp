@@ -133,10 +133,16 @@ bool fetch_row(DirectState *table, const StateTarget &target, int16 shard, ItemP
     const Buffer buffer = ReadBuffer(heap, ItemPointerGetBlockNumber(&tid));
     prune_if_nearly_full(heap, buffer, table->row_bound);
     HeapTupleData tuple;
+    tuple.t_data = nullptr;
     LockBuffer(buffer, BUFFER_LOCK_SHARE);
-    bool found = visible_version(heap, buffer, tid, snapshot, &tuple, all_dead) && is_of_key(table, &tuple, target) &&
-                 shard_of(table, &tuple) == shard;
-    if (found) found = heap_hot_search_buffer(&tid, heap, buffer, snapshot, &tuple, nullptr, true);
+    const bool visible = visible_version(heap, buffer, tid, snapshot, &tuple, all_dead);
+    // The chain is the shard's row whether or not the snapshot sees a version of it (tuple is then the
+    // last version looked at): heap_hot_search_buffer checks every version it passes for serializable
+    // conflicts, so that a row inserted or updated by a transaction concurrent with this one conflicts
+    // with it even when this call decides on the row's absence.
+    const bool ours = tuple.t_data != nullptr && is_of_key(table, &tuple, target) && shard_of(table, &tuple) == shard;
+    bool found = false;
+    if (ours) found = heap_hot_search_buffer(&tid, heap, buffer, snapshot, &tuple, nullptr, true) && visible;
     LockBuffer(buffer, BUFFER_LOCK_UNLOCK);
     ExecClearTuple(table->slot);
     if (!found) {
@@ -185,7 +191,8 @@ void direct_open(StateHandle *handle) {
     const Datum limit_name = handle->target.limit_name;
     const Datum key = handle->target.key;
     const bool forced = access_path_is_forced_direct();
-    state_relations_open(handle->target.extension, handle->target.schema, true, forced, &table->relations);
+    state_relations_open(handle->target.extension, handle->target.schema, state_table_of(handle->target), true, forced,
+                         &table->relations);
     if (table->relations.heap->rd_tableam != GetHeapamTableAmRoutine()) {
         // Only under pg_ratelimit.access_path = auto (direct refuses such a table above): hand over.
         state_relations_close(&table->relations);
@@ -384,8 +391,8 @@ bool direct_insert(StateHandle *handle, int16 shard, const core::State &next) {
 
 }  // namespace
 
-const StateAccess direct_access = {"direct",    direct_open,        direct_fetch,  direct_rely_on_absence,
-                                   direct_peek, direct_lock_latest, direct_update, direct_insert,
-                                   direct_close};
+const StateAccess direct_access = {
+    "direct",           true,          direct_open,   direct_fetch, direct_rely_on_absence, direct_peek,
+    direct_lock_latest, direct_update, direct_insert, direct_close};
 
 }  // namespace pg_ratelimit

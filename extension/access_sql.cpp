@@ -26,9 +26,11 @@ bool insert_row(const StateTarget &target, int16 shard, const core::State &next)
     const int sql_token = extension_sql_begin(target.schema);
     Datum args[] = {target.limit_name, target.key, Int16GetDatum(shard), Float8GetDatum(next.value),
                     TimestampTzGetDatum(next.ts)};
-    const int rc = SPI_execute_plan(extension_statement(Statement::insert_state), args, nullptr, false, 0);
+    const int rc =
+        SPI_execute_plan(extension_statement(Statement::insert_state, state_table_of(target)), args, nullptr, false, 0);
     if (rc != SPI_OK_INSERT)
-        elog(ERROR, "pg_ratelimit: inserting into rate_limit_state failed: %s", SPI_result_code_string(rc));
+        elog(ERROR, "pg_ratelimit: inserting into %s failed: %s", state_table_name(state_table_of(target)),
+             SPI_result_code_string(rc));
     const bool inserted = SPI_processed == 1;
     extension_sql_end(sql_token);
     return inserted;
@@ -76,7 +78,8 @@ namespace {
 
 void sql_open(StateHandle *handle) {
     // Checked as on the direct path: no triggers to fire as the owner, nothing requests cannot honour.
-    handle->sql.guard_insert = require_usable_state_table(handle->target.extension, handle->target.schema);
+    handle->sql.guard_insert =
+        require_usable_state_table(handle->target.extension, handle->target.schema, state_table_of(handle->target));
     handle->sql.read_value = 0;
     handle->sql.read_ts = 0;
 }
@@ -85,7 +88,8 @@ void sql_open(StateHandle *handle) {
 bool read_row(StateHandle *handle, Statement statement, int16 shard, core::State *state) {
     const int sql_token = extension_sql_begin(handle->target.schema, Scan::one_key);
     Datum args[] = {handle->target.limit_name, handle->target.key, Int16GetDatum(shard)};
-    const int rc = SPI_execute_plan(extension_statement(statement), args, nullptr, false, 1);
+    const int rc =
+        SPI_execute_plan(extension_statement(statement, state_table_of(handle->target)), args, nullptr, false, 1);
     if (rc != SPI_OK_SELECT)
         elog(ERROR, "pg_ratelimit: reading rate_limit_state failed: %s", SPI_result_code_string(rc));
     const bool found = SPI_processed == 1;
@@ -111,7 +115,8 @@ bool sql_lock_latest(StateHandle *handle, int16 shard, core::State *state) {
 int sql_peek(StateHandle *handle, ShardRow *rows, int capacity) {
     const int sql_token = extension_sql_begin(handle->target.schema, Scan::one_key);
     Datum args[] = {handle->target.limit_name, handle->target.key};
-    const int rc = SPI_execute_plan(extension_statement(Statement::select_shards), args, nullptr, false, capacity);
+    const int rc = SPI_execute_plan(extension_statement(Statement::select_shards, state_table_of(handle->target)), args,
+                                    nullptr, false, capacity);
     if (rc != SPI_OK_SELECT)
         elog(ERROR, "pg_ratelimit: reading rate_limit_state failed: %s", SPI_result_code_string(rc));
     const int count = static_cast<int>(SPI_processed);
@@ -137,7 +142,8 @@ WriteResult sql_update(StateHandle *handle, int16 shard, const core::State &next
                     TimestampTzGetDatum(next.ts),
                     Float8GetDatum(handle->sql.read_value),
                     TimestampTzGetDatum(handle->sql.read_ts)};
-    const int rc = SPI_execute_plan(extension_statement(Statement::update_state_if), args, nullptr, false, 0);
+    const int rc = SPI_execute_plan(extension_statement(Statement::update_state_if, state_table_of(handle->target)),
+                                    args, nullptr, false, 0);
     if (rc != SPI_OK_UPDATE)
         elog(ERROR, "pg_ratelimit: updating rate_limit_state failed: %s", SPI_result_code_string(rc));
     const bool written = SPI_processed == 1;
@@ -156,7 +162,7 @@ void sql_close(StateHandle *) {}
 // The SELECT of a fetch took whatever predicate locks its plan needed, a miss included.
 void sql_rely_on_absence(StateHandle *, int16) {}
 
-const StateAccess sql_access = {"sql",      sql_open,   sql_fetch, sql_rely_on_absence, sql_peek, sql_lock_latest,
-                                sql_update, sql_insert, sql_close};
+const StateAccess sql_access = {"sql",           true,       sql_open,   sql_fetch, sql_rely_on_absence, sql_peek,
+                                sql_lock_latest, sql_update, sql_insert, sql_close};
 
 }  // namespace pg_ratelimit

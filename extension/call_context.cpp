@@ -54,13 +54,30 @@ CallContext call_context(FunctionCallInfo fcinfo, bool returns_decision) {
     return context;
 }
 
-Datum decision_datum(const CallContext &context, const core::Limit &limit, const core::Outcome &outcome) {
-    Datum values[4];
-    bool nulls[4] = {false, false, false, false};
+void decision_values(const core::Limit &limit, const core::Outcome &outcome, Datum *values) {
     values[0] = BoolGetDatum(outcome.allowed);
     values[1] = Int64GetDatum(core::whole_units(limit, outcome.balance));
     values[2] = IntervalPGetDatum(interval_from_micros(outcome.retry_after));
     values[3] = IntervalPGetDatum(interval_from_micros(outcome.reset_after));
+}
+
+void require_decision_rows(TupleDesc desc) {
+    constexpr Oid TYPES[] = {TEXTOID, INT4OID, BOOLOID, INT8OID, INTERVALOID, INTERVALOID};
+    bool shape = desc->natts == 6;
+    for (int i = 0; shape && i < 6; ++i)
+        shape = !TupleDescAttr(desc, i)->attisdropped && TupleDescAttr(desc, i)->atttypid == TYPES[i];
+    if (!shape)
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("pg_ratelimit cannot return these rows: their columns are not (key text, position "
+                        "integer, allowed boolean, remaining bigint, retry_after interval, reset_after interval)"),
+                 errhint("Re-create the extension.")));
+}
+
+Datum decision_datum(const CallContext &context, const core::Limit &limit, const core::Outcome &outcome) {
+    Datum values[4];
+    bool nulls[4] = {false, false, false, false};
+    decision_values(limit, outcome, values);
     // The type cache keeps the descriptor current (and pinned while we use it). The type is the extension's,
     // but ALTER TYPE could still have changed it: the four values fit only the install script's shape.
     TupleDesc desc = lookup_rowtype_tupdesc(context.decision_type, -1);
@@ -86,26 +103,34 @@ text *required_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
     return PG_GETARG_TEXT_PP(argno);
 }
 
-text *key_arg(FunctionCallInfo fcinfo, int argno) {
-    text *key = required_text_arg(fcinfo, argno, "key");
+void require_key_length(const text *key) {
     if (VARSIZE_ANY_EXHDR(key) > MAX_KEY_BYTES)
         ereport(ERROR,
                 (errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION), errmsg("rate limit key is too long"),
                  errdetail("The key is %d bytes; the maximum is %d.", (int)VARSIZE_ANY_EXHDR(key), MAX_KEY_BYTES),
                  errhint("Pass a digest of long keys, for example md5(key).")));
+}
+
+text *key_arg(FunctionCallInfo fcinfo, int argno) {
+    text *key = required_text_arg(fcinfo, argno, "key");
+    require_key_length(key);
     return key;
 }
 
 double cost_arg(FunctionCallInfo fcinfo, int argno) {
     if (PG_ARGISNULL(argno)) return 1.0;
     const double cost = PG_GETARG_FLOAT8(argno);
+    require_valid_cost(cost);
+    return cost;
+}
+
+void require_valid_cost(double cost) {
     // Capacity is checked once the limit is known.
     if (!core::valid_units(cost))
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                  errmsg("cost must be between %s and %s", number_text(core::MIN_UNITS), number_text(core::MAX_UNITS)),
                  errdetail("cost is %s.", number_text(cost))));
-    return cost;
 }
 
 }  // namespace pg_ratelimit

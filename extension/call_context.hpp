@@ -24,12 +24,18 @@ CallContext call_context(FunctionCallInfo fcinfo, bool returns_decision);
 
 // (allowed, remaining, retry_after, reset_after) as a rate_limit_decision datum.
 Datum decision_datum(const CallContext &context, const core::Limit &limit, const core::Outcome &outcome);
+// The same four values, into values[0..3].
+void decision_values(const core::Limit &limit, const core::Outcome &outcome, Datum *values);
+// ERROR 55000 unless `desc` is (key text, position integer, then the decision's four columns).
+void require_decision_rows(TupleDesc desc);
 
 // Argument accessors that raise the documented errors. NULL in a required argument is 22004; a NULL
 // optional argument means its default.
 text *required_text_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
 text *key_arg(FunctionCallInfo fcinfo, int argno);    // required, at most MAX_KEY_BYTES
 double cost_arg(FunctionCallInfo fcinfo, int argno);  // default 1; positive and finite
+void require_key_length(const text *key);             // 22001 beyond MAX_KEY_BYTES
+void require_valid_cost(double cost);                 // 22023 outside [MIN_UNITS, MAX_UNITS]
 
 inline constexpr int MAX_KEY_BYTES = 1024;
 

@@ -1,6 +1,7 @@
-// rate_limit_cleanup(limit_name DEFAULT NULL): deletes the rows of keys that have refilled to full
-// capacity (a key without a row is full, so nothing changes for anyone), and, for all limits, rows left
-// behind by limits deleted from rate_limit_config directly. Returns how many rows it deleted.
+// rate_limit_cleanup(limit_name DEFAULT NULL): deletes the rows (or memory entries) of keys that have
+// refilled to full capacity (a key without a row is full, so nothing changes for anyone), and, for all
+// limits, rows left behind by limits deleted from rate_limit_config directly, or left in the table of a
+// storage the limit no longer has. Returns how many rows and entries it deleted.
 //
 // Meant for a periodic job (pg_cron, say), at READ COMMITTED. It reads each limit's keys through a cursor
 // and deletes a row only if it still holds the two numbers that were judged full (compare-and-set, as
@@ -23,6 +24,7 @@
 #include "extension_sql.hpp"
 #include "limit_cache.hpp"
 #include "limit_lock.hpp"
+#include "memory_state.hpp"
 #include "state_relations.hpp"
 
 namespace pg_ratelimit {
@@ -32,23 +34,30 @@ constexpr long CURSOR_BATCH = 1000;
 
 bool same_limit(const core::Limit &a, const core::Limit &b) {
     return a.algorithm == b.algorithm && a.rate == b.rate && a.period == b.period && a.capacity == b.capacity &&
-           a.max_reserved == b.max_reserved && a.has_start == b.has_start && a.start == b.start;
+           a.max_reserved == b.max_reserved && a.has_start == b.has_start && a.start == b.start &&
+           a.shards == b.shards && a.storage == b.storage;
 }
 
 int64 delete_full_keys(const core::Limit &definition, Datum limit_name) {
     const core::Limit limit = core::shard_limit(definition);  // each row is one shard's
+    // The table's name is one of two constants; the values travel as parameters.
+    const char *table =
+        state_table_name(definition.storage == core::Storage::unlogged ? StateTable::unlogged : StateTable::logged);
     Oid delete_types[] = {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID};
     SPIPlanPtr delete_if_unchanged = SPI_prepare(
-        "DELETE FROM ONLY rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
-        " AND shard OPERATOR(pg_catalog.=) $3 AND value OPERATOR(pg_catalog.=) $4 AND ts OPERATOR(pg_catalog.=) $5",
+        psprintf("DELETE FROM ONLY %s WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
+                 " AND shard OPERATOR(pg_catalog.=) $3 AND value OPERATOR(pg_catalog.=) $4"
+                 " AND ts OPERATOR(pg_catalog.=) $5",
+                 table),
         5, delete_types);
     if (delete_if_unchanged == nullptr) elog(ERROR, "pg_ratelimit: SPI_prepare failed for cleanup");
 
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {limit_name};
     Portal keys = SPI_cursor_open_with_args(
-        nullptr, "SELECT key, shard, value, ts FROM ONLY rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1",
-        1, name_type, name_value, nullptr, true, 0);
+        nullptr,
+        psprintf("SELECT key, shard, value, ts FROM ONLY %s WHERE limit_name OPERATOR(pg_catalog.=) $1", table), 1,
+        name_type, name_value, nullptr, true, 0);
 
     int64 deleted = 0;
     const bool keyed_grid = limit.algorithm == core::Algorithm::fixed_window && !limit.has_start;
@@ -93,13 +102,14 @@ int64 cleanup_limit(Datum limit_name) {
         core::Limit seen;
         if (!limit_read(limit_name, GetTransactionSnapshot(), &seen) || !same_limit(seen, latest)) return 0;
     }
+    if (latest.storage == core::Storage::memory) return memory_state_sweep(DatumGetTextPP(limit_name), latest);
     return delete_full_keys(latest, limit_name);
 }
 
 Datum cleanup_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     // Checked first: the deletes below must not fire triggers as the owner (state_relations.hpp).
-    require_usable_state_table(context.extension, context.schema);
+    for (const StateTable table : STATE_TABLES) require_usable_state_table(context.extension, context.schema, table);
     require_usable_config_table(context.extension, context.schema, AccessShareLock);
     const int sql_token = extension_sql_begin(context.schema);
 
@@ -118,11 +128,15 @@ Datum cleanup_body(FunctionCallInfo fcinfo) {
             bool isnull = false;
             deleted += cleanup_limit(SPI_getbinval(names->vals[i], names->tupdesc, 1, &isnull));
         }
-        extension_sql_run(
-            "DELETE FROM ONLY rate_limit_state AS s WHERE NOT EXISTS (SELECT FROM ONLY rate_limit_config AS c"
-            " WHERE c.name OPERATOR(pg_catalog.=) s.limit_name)",
-            0, nullptr, nullptr, nullptr, false, SPI_OK_DELETE);
-        deleted += static_cast<int64>(SPI_processed);
+        // Rows of limits that no longer exist, or whose storage is now another (changed in the table directly).
+        for (const StateTable table : STATE_TABLES) {
+            extension_sql_run(psprintf("DELETE FROM ONLY %s AS s WHERE NOT EXISTS (SELECT FROM ONLY rate_limit_config"
+                                       " AS c WHERE c.name OPERATOR(pg_catalog.=) s.limit_name"
+                                       " AND c.storage OPERATOR(pg_catalog.=) '%s')",
+                                       state_table_name(table), table == StateTable::logged ? "durable" : "unlogged"),
+                              0, nullptr, nullptr, nullptr, false, SPI_OK_DELETE);
+            deleted += static_cast<int64>(SPI_processed);
+        }
     }
     extension_sql_end(sql_token);
     PG_RETURN_INT64(deleted);

@@ -22,12 +22,13 @@
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "limit_lock.hpp"
+#include "memory_state.hpp"
 #include "table_checks.hpp"
 
 namespace pg_ratelimit {
 namespace {
 
-constexpr int CONFIG_COLUMNS = 8;  // name, algorithm, rate, period, capacity, max_reserved, start, shards
+constexpr int CONFIG_COLUMNS = 9;  // name, algorithm, rate, period, capacity, max_reserved, start, shards, storage
 
 [[noreturn]] void misuse(const char *name, const char *how) {
     ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED), errmsg("%s %s", name, how),
@@ -85,14 +86,43 @@ bool replaces_shipped_default(const TriggerData *trigger, HeapTuple row) {
     const int sql_token = extension_sql_begin(RelationGetNamespace(trigger->tg_relation));
     extension_sql_run(
         "UPDATE ONLY rate_limit_config SET algorithm = $2, rate = $3, period = $4, capacity = $5,"
-        " max_reserved = $6, start = $7, shards = $8 WHERE name OPERATOR(pg_catalog.=) $1"
+        " max_reserved = $6, start = $7, shards = $8, storage = $9 WHERE name OPERATOR(pg_catalog.=) $1"
         " AND algorithm OPERATOR(pg_catalog.=) 'token_bucket' AND rate OPERATOR(pg_catalog.=) 120"
         " AND period OPERATOR(pg_catalog.=) '1 minute' AND capacity OPERATOR(pg_catalog.=) 120"
-        " AND max_reserved IS NULL AND start IS NULL AND shards OPERATOR(pg_catalog.=) 1",
+        " AND max_reserved IS NULL AND start IS NULL AND shards OPERATOR(pg_catalog.=) 1"
+        " AND storage OPERATOR(pg_catalog.=) 'durable'",
         CONFIG_COLUMNS, types, values, nulls, false, SPI_OK_UPDATE);
     const bool merged = SPI_processed > 0;
     extension_sql_end(sql_token);
     return merged;
+}
+
+// Whether a row's column (1-based) is NULL or equals the same column of another row, as text.
+bool same_column(const TriggerData *trigger, HeapTuple a, HeapTuple b, int column) {
+    const TupleDesc desc = RelationGetDescr(trigger->tg_relation);
+    const char *x = SPI_getvalue(a, desc, column);
+    const char *y = SPI_getvalue(b, desc, column);
+    return (x == nullptr && y == nullptr) || (x != nullptr && y != nullptr && strcmp(x, y) == 0);
+}
+
+bool is_memory_limit(const TriggerData *trigger, HeapTuple row) {
+    const char *storage = SPI_getvalue(row, RelationGetDescr(trigger->tg_relation), CONFIG_COLUMNS);
+    return storage != nullptr && strcmp(storage, "memory") == 0;
+}
+
+// A memory limit's entries go when the change commits, as a table limit's rows go with the change itself
+// (rate_limit_define, rate_limit_drop): when the limit is deleted or renamed, or its algorithm, shards or
+// storage change. (Not on INSERT: rate_limit_define's upsert fires the BEFORE INSERT trigger for a
+// redefinition too; what a dropped limit left was forgotten when its drop committed.)
+void forget_memory_state(const TriggerData *trigger, HeapTuple old_row, HeapTuple new_row) {
+    constexpr int NAME = 1;
+    constexpr int ALGORITHM = 2;
+    constexpr int SHARDS = 8;
+    if (old_row != nullptr && name_of(trigger, old_row) != nullptr && is_memory_limit(trigger, old_row) &&
+        (new_row == nullptr || !same_column(trigger, old_row, new_row, NAME) ||
+         !same_column(trigger, old_row, new_row, ALGORITHM) || !same_column(trigger, old_row, new_row, SHARDS) ||
+         !same_column(trigger, old_row, new_row, CONFIG_COLUMNS)))
+        memory_state_forget_at_commit(name_of(trigger, old_row));
 }
 
 Datum config_row_body(FunctionCallInfo fcinfo) {
@@ -105,6 +135,7 @@ Datum config_row_body(FunctionCallInfo fcinfo) {
     // NULL names are left for the table's NOT NULL constraint to refuse.
     for (HeapTuple row : {old_row, new_row})
         if (row != nullptr && name_of(trigger, row) != nullptr) lock_limit(name_of(trigger, row), ExclusiveLock);
+    forget_memory_state(trigger, old_row, new_row);
     if (TRIGGER_FIRED_BY_INSERT(event) && name_of(trigger, new_row) != nullptr &&
         replaces_shipped_default(trigger, new_row))
         return PointerGetDatum(nullptr);  // the shipped row now holds the new values: skip the insert

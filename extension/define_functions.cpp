@@ -11,6 +11,7 @@
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "limit_cache.hpp"
+#include "memory_state.hpp"
 #include "state_relations.hpp"
 
 namespace pg_ratelimit {
@@ -39,17 +40,20 @@ double required_float8_arg(FunctionCallInfo fcinfo, int argno, const char *argna
     return PG_GETARG_FLOAT8(argno);
 }
 
-// Deletes the state of every key of the limit; the table is checked first (no triggers to fire as the
-// owner, see state_relations.hpp).
+// Deletes the state of every key of the limit from both state tables (the limit's storage may have just
+// changed); each table is checked first (no triggers to fire as the owner, see state_relations.hpp). The
+// memory state goes when the change commits (memory_state.hpp: the row trigger schedules it).
 void delete_all_keys(const CallContext &context, Datum name) {
-    require_usable_state_table(context.extension, context.schema);
-    Oid types[] = {TEXTOID};
-    Datum values[] = {name};
-    extension_sql_run("DELETE FROM ONLY rate_limit_state WHERE limit_name OPERATOR(pg_catalog.=) $1", 1, types, values,
-                      nullptr, false, SPI_OK_DELETE);
+    for (const StateTable table : STATE_TABLES) {
+        require_usable_state_table(context.extension, context.schema, table);
+        Datum values[] = {name};
+        if (SPI_execute_plan(extension_statement(Statement::delete_limit_state, table), values, nullptr, false, 0) !=
+            SPI_OK_DELETE)
+            elog(ERROR, "pg_ratelimit: deleting the state of a rate limit failed");
+    }
 }
 
-// rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start, shards)
+// rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start, shards, storage)
 Datum define_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     text *name = limit_name_arg(fcinfo, 0);
@@ -66,27 +70,30 @@ Datum define_body(FunctionCallInfo fcinfo) {
         if (TIMESTAMP_NOT_FINITE(limit.start)) limit.start = core::MAX_START_OFFSET + 1;  // reported below
     }
     limit.shards = PG_ARGISNULL(7) ? 1 : PG_GETARG_INT32(7);
+    limit.storage = PG_ARGISNULL(8) ? core::Storage::durable : storage_from_text(text_to_cstring(PG_GETARG_TEXT_PP(8)));
     require_valid_limit(limit);
+    if (limit.storage == core::Storage::memory) require_memory_state();
 
     require_usable_config_table(context.extension, context.schema, RowExclusiveLock);
     const int sql_token = extension_sql_begin(context.schema);
 
-    // Lock the existing definition (if any) to learn whether the algorithm or the shards change.
+    // Lock the existing definition (if any) to learn whether the algorithm, the shards or the storage change.
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {PointerGetDatum(name)};
     extension_sql_run(
-        "SELECT algorithm, shards FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", 1,
-        name_type, name_value, nullptr, false, SPI_OK_SELECT);
+        "SELECT algorithm, shards, storage FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+        1, name_type, name_value, nullptr, false, SPI_OK_SELECT);
     const bool existed = SPI_processed == 1;
     const char *old_algorithm = existed ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : nullptr;
     bool isnull = false;
     const int old_shards =
         existed ? DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)) : 0;
+    const char *old_storage = existed ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3) : nullptr;
 
     // One spelling per meaning: unlimited reservations are stored as NULL (never 'Infinity'), none as 0
     // (never -0).
     const bool unlimited = std::isinf(limit.max_reserved);
-    Oid types[] = {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID, TIMESTAMPTZOID, INT4OID};
+    Oid types[] = {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID, TIMESTAMPTZOID, INT4OID, TEXTOID};
     Datum values[] = {PointerGetDatum(name),
                       CStringGetTextDatum(algorithm_name(limit.algorithm)),
                       Float8GetDatum(limit.rate),
@@ -94,21 +101,23 @@ Datum define_body(FunctionCallInfo fcinfo) {
                       Float8GetDatum(limit.capacity),
                       Float8GetDatum(unlimited ? 0 : limit.max_reserved + 0.0),
                       PG_ARGISNULL(6) ? 0 : PG_GETARG_DATUM(6),
-                      Int32GetDatum(limit.shards)};
-    const char nulls[] = {' ', ' ', ' ', ' ', ' ', unlimited ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' ', ' '};
+                      Int32GetDatum(limit.shards),
+                      CStringGetTextDatum(storage_name(limit.storage))};
+    const char nulls[] = {' ', ' ', ' ', ' ', ' ', unlimited ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' ', ' ', ' '};
     // The row trigger turns an insert of 'default' over the shipped row into an update of that row; ON
     // CONFLICT covers a redefinition and a concurrent first definition of the same name.
     extension_sql_run(
-        "INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, max_reserved, start, shards)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (name) DO UPDATE SET"
+        "INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, max_reserved, start, shards, storage)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (name) DO UPDATE SET"
         " algorithm = EXCLUDED.algorithm, rate = EXCLUDED.rate, period = EXCLUDED.period,"
         " capacity = EXCLUDED.capacity, max_reserved = EXCLUDED.max_reserved, start = EXCLUDED.start,"
-        " shards = EXCLUDED.shards",
-        8, types, values, nulls, false, SPI_OK_INSERT);
+        " shards = EXCLUDED.shards, storage = EXCLUDED.storage",
+        9, types, values, nulls, false, SPI_OK_INSERT);
 
-    // A key's two numbers mean something else under another algorithm, and its rows under another split:
-    // start those keys afresh.
-    if (existed && (strcmp(old_algorithm, algorithm_name(limit.algorithm)) != 0 || old_shards != limit.shards))
+    // A key's two numbers mean something else under another algorithm, its rows under another split, and
+    // state moved to another storage is not carried over: start those keys afresh.
+    if (existed && (strcmp(old_algorithm, algorithm_name(limit.algorithm)) != 0 || old_shards != limit.shards ||
+                    strcmp(old_storage, storage_name(limit.storage)) != 0))
         delete_all_keys(context, PointerGetDatum(name));
     extension_sql_end(sql_token);
     PG_RETURN_VOID();

@@ -6,33 +6,33 @@ namespace pg_ratelimit {
 namespace {
 
 struct StatementText {
-    const char *sql;
+    const char *sql;  // "@state@" stands for the state table's name
     int nargs;
     Oid argtypes[7];
 };
 
-// Indexed by Statement.
 #define BY_KEY " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
 #define BY_SHARD BY_KEY " AND shard OPERATOR(pg_catalog.=) $3"
 
 // Indexed by Statement.
 constexpr StatementText TEXTS[] = {
-    {"INSERT INTO rate_limit_state (limit_name, key, shard, value, ts) VALUES ($1, $2, $3, $4, $5)"
-     " ON CONFLICT (limit_name, key, shard) DO NOTHING",
-     5,
-     {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID}},
-    {"DELETE FROM ONLY rate_limit_state" BY_KEY, 2, {TEXTOID, TEXTOID}},
-    {"SELECT algorithm, rate, period, capacity, max_reserved, start, shards FROM ONLY rate_limit_config"
+    {"SELECT algorithm, rate, period, capacity, max_reserved, start, shards, storage FROM ONLY rate_limit_config"
      " WHERE name OPERATOR(pg_catalog.=) $1",
      1,
      {TEXTOID}},
-    {"SELECT value, ts FROM ONLY rate_limit_state" BY_SHARD, 3, {TEXTOID, TEXTOID, INT2OID}},
-    {"SELECT value, ts FROM ONLY rate_limit_state" BY_SHARD " FOR NO KEY UPDATE", 3, {TEXTOID, TEXTOID, INT2OID}},
-    {"UPDATE ONLY rate_limit_state SET value = $4, ts = $5" BY_SHARD
+    {"INSERT INTO @state@ (limit_name, key, shard, value, ts) VALUES ($1, $2, $3, $4, $5)"
+     " ON CONFLICT (limit_name, key, shard) DO NOTHING",
+     5,
+     {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID}},
+    {"DELETE FROM ONLY @state@" BY_KEY, 2, {TEXTOID, TEXTOID}},
+    {"DELETE FROM ONLY @state@ WHERE limit_name OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}},
+    {"SELECT value, ts FROM ONLY @state@" BY_SHARD, 3, {TEXTOID, TEXTOID, INT2OID}},
+    {"SELECT value, ts FROM ONLY @state@" BY_SHARD " FOR NO KEY UPDATE", 3, {TEXTOID, TEXTOID, INT2OID}},
+    {"UPDATE ONLY @state@ SET value = $4, ts = $5" BY_SHARD
      " AND value OPERATOR(pg_catalog.=) $6 AND ts OPERATOR(pg_catalog.=) $7",
      7,
      {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID}},
-    {"SELECT shard, value, ts FROM ONLY rate_limit_state" BY_KEY, 2, {TEXTOID, TEXTOID}},
+    {"SELECT shard, value, ts FROM ONLY @state@" BY_KEY, 2, {TEXTOID, TEXTOID}},
 };
 
 #undef BY_SHARD
@@ -40,7 +40,15 @@ constexpr StatementText TEXTS[] = {
 
 constexpr int STATEMENT_COUNT = static_cast<int>(Statement::select_shards) + 1;
 static_assert(sizeof(TEXTS) / sizeof(TEXTS[0]) == STATEMENT_COUNT, "one text per Statement");
-SPIPlanPtr plans[STATEMENT_COUNT];
+SPIPlanPtr plans[2][STATEMENT_COUNT];
+
+// The statement's text for the table: the fixed placeholder replaced by the table's fixed name.
+char *statement_text(const char *sql, StateTable table) {
+    const char *placeholder = strstr(sql, "@state@");
+    if (placeholder == nullptr) return pstrdup(sql);
+    return psprintf("%.*s%s%s", static_cast<int>(placeholder - sql), sql, state_table_name(table),
+                    placeholder + strlen("@state@"));
+}
 
 }  // namespace
 
@@ -66,13 +74,19 @@ void extension_sql_end(int token) {
     SPI_finish();
 }
 
-SPIPlanPtr extension_statement(Statement statement) {
-    SPIPlanPtr &plan = plans[static_cast<int>(statement)];
+const char *state_table_name(StateTable table) {
+    return table == StateTable::unlogged ? "rate_limit_state_unlogged" : "rate_limit_state";
+}
+
+SPIPlanPtr extension_statement(Statement statement, StateTable table) {
+    SPIPlanPtr &plan = plans[static_cast<int>(table)][static_cast<int>(statement)];
     if (plan != nullptr) return plan;
     const StatementText &text = TEXTS[static_cast<int>(statement)];
-    SPIPlanPtr prepared = SPI_prepare(text.sql, text.nargs, const_cast<Oid *>(text.argtypes));
+    char *sql = statement_text(text.sql, table);
+    SPIPlanPtr prepared = SPI_prepare(sql, text.nargs, const_cast<Oid *>(text.argtypes));
     if (prepared == nullptr)
-        elog(ERROR, "pg_ratelimit: SPI_prepare failed (%s): %s", SPI_result_code_string(SPI_result), text.sql);
+        elog(ERROR, "pg_ratelimit: SPI_prepare failed (%s): %s", SPI_result_code_string(SPI_result), sql);
+    pfree(sql);
     if (SPI_keepplan(prepared) != 0) elog(ERROR, "pg_ratelimit: SPI_keepplan failed");
     plan = prepared;
     return plan;

@@ -37,19 +37,26 @@ enum class Scan {
 int extension_sql_begin(Oid schema, Scan scan = Scan::any);
 void extension_sql_end(int token);
 
+// The two state tables, of the same shape: rate_limit_state for durable limits, rate_limit_state_unlogged
+// for unlogged ones (memory limits have none).
+enum class StateTable { logged, unlogged };
+inline constexpr StateTable STATE_TABLES[] = {StateTable::logged, StateTable::unlogged};
+const char *state_table_name(StateTable table);
+
 // The statements the extension keeps prepared for the life of the backend (prepared on first use,
-// between extension_sql_begin and _end). They hold no schema: a plan made for one schema is replanned
-// automatically if the extension is re-created in another one.
+// between extension_sql_begin and _end), those on key state once per state table. They hold no schema: a
+// plan made for one schema is replanned automatically if the extension is re-created in another one.
 enum class Statement {
-    insert_state,     // $1 limit_name, $2 key, $3 shard, $4 value, $5 ts; does nothing if the row exists
-    delete_state,     // $1 limit_name, $2 key: every shard
-    select_limit,     // $1 name -> algorithm, rate, period, capacity, max_reserved, start, shards
-    select_state,     // $1 limit_name, $2 key, $3 shard -> value, ts
-    lock_state,       // the same, FOR NO KEY UPDATE
-    update_state_if,  // $1 limit_name, $2 key, $3 shard, $4 value, $5 ts; only if it holds $6 value, $7 ts
-    select_shards,    // $1 limit_name, $2 key -> shard, value, ts of every shard
+    select_limit,        // $1 name -> algorithm, rate, period, capacity, max_reserved, start, shards, storage
+    insert_state,        // $1 limit_name, $2 key, $3 shard, $4 value, $5 ts; does nothing if the row exists
+    delete_state,        // $1 limit_name, $2 key: every shard
+    delete_limit_state,  // $1 limit_name: every key
+    select_state,        // $1 limit_name, $2 key, $3 shard -> value, ts
+    lock_state,          // the same, FOR NO KEY UPDATE
+    update_state_if,     // $1 limit_name, $2 key, $3 shard, $4 value, $5 ts; only if it holds $6 value, $7 ts
+    select_shards,       // $1 limit_name, $2 key -> shard, value, ts of every shard
 };
-SPIPlanPtr extension_statement(Statement statement);
+SPIPlanPtr extension_statement(Statement statement, StateTable table = StateTable::logged);
 
 // Runs a one-off statement (cold paths); raises if SPI does not return expected_rc.
 void extension_sql_run(const char *query, int nargs, Oid *types, Datum *values, const char *nulls, bool read_only,

@@ -69,6 +69,7 @@ bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit) {
     limit->has_start = !isnull;
     limit->start = isnull ? 0 : DatumGetTimestampTz(start);
     limit->shards = DatumGetInt32(SPI_getbinval(row, desc, 7, &isnull));
+    limit->storage = storage_from_text(TextDatumGetCString(SPI_getbinval(row, desc, 8, &isnull)));
     require_valid_limit(*limit);
     return true;
 }
@@ -119,6 +120,28 @@ core::Algorithm algorithm_from_text(const char *name) {
                     errmsg("unknown rate limit algorithm \"%s\"", clipped_text(name)),
                     errhint("Use 'token_bucket' or 'fixed_window'.")));
     pg_unreachable();
+}
+
+core::Storage storage_from_text(const char *name) {
+    if (strcmp(name, "durable") == 0) return core::Storage::durable;
+    if (strcmp(name, "unlogged") == 0) return core::Storage::unlogged;
+    if (strcmp(name, "memory") == 0) return core::Storage::memory;
+    ereport(ERROR,
+            (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown rate limit storage \"%s\"", clipped_text(name)),
+             errhint("Use 'durable', 'unlogged' or 'memory'.")));
+    pg_unreachable();
+}
+
+const char *storage_name(core::Storage storage) {
+    switch (storage) {
+        case core::Storage::durable:
+            return "durable";
+        case core::Storage::unlogged:
+            return "unlogged";
+        case core::Storage::memory:
+            return "memory";
+    }
+    return "durable";
 }
 
 core::Micros period_micros(const Interval *period) {

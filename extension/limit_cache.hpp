@@ -32,6 +32,8 @@ void require_limit_name_length(const text *name);
 // Converts a config row's fields, raising 22023 for a value the core cannot use; shared with
 // rate_limit_define so both paths accept exactly the same limits.
 core::Algorithm algorithm_from_text(const char *name);
+core::Storage storage_from_text(const char *name);
+const char *storage_name(core::Storage storage);
 core::Micros period_micros(const Interval *period);
 void require_valid_limit(const core::Limit &limit);
 

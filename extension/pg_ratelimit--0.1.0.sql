@@ -21,7 +21,9 @@ CREATE TABLE @extschema@.rate_limit_config (
     max_reserved float8 CHECK (max_reserved >= 0 AND (max_reserved <= 1e12 OR max_reserved = 'Infinity')),
                                                                                -- NULL: unlimited
     start        timestamptz CHECK (start IS NULL OR (algorithm = 'fixed_window' AND isfinite(start))),
-    shards       integer NOT NULL DEFAULT 1 CHECK (shards BETWEEN 1 AND 256)  -- rows per key (hot-key shards)
+    shards       integer NOT NULL DEFAULT 1 CHECK (shards BETWEEN 1 AND 256),  -- rows per key (hot-key shards)
+    storage      text NOT NULL DEFAULT 'durable' CHECK (storage IN ('durable', 'unlogged', 'memory'))
+                                                   -- where the keys' state lives (README: storage modes)
 );
 COMMENT ON TABLE @extschema@.rate_limit_config IS
     'pg_ratelimit: named limits; change them with rate_limit_define() and rate_limit_drop()';
@@ -43,32 +45,37 @@ COMMENT ON TABLE @extschema@.rate_limit_config IS
 -- (limit_name, key, ...) would hash limit_name alone and put every key of a limit on one tablet), and requests
 -- use the SQL access path, which reads by primary key: no lookup index. The shards of a key share its hash,
 -- so one read finds them all.
+--
+-- rate_limit_state_unlogged has the same shape, for the limits defined with storage => 'unlogged': an
+-- UNLOGGED table writes no WAL (synchronous_commit = on then waits for no flush on its account), is
+-- emptied by crash recovery and is not replicated. YugabyteDB has no unlogged tables (DocDB replicates
+-- every write): there it is an ordinary table, and 'unlogged' behaves as 'durable'.
 DO $$
+DECLARE
+    yugabytedb constant boolean := pg_catalog.strpos(pg_catalog.version(), '-YB-') > 0;
+    columns constant text := 'limit_name text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL,'
+                             ' shard smallint NOT NULL DEFAULT 0, value float8 NOT NULL, ts timestamptz NOT NULL, ';
 BEGIN
-    IF pg_catalog.strpos(pg_catalog.version(), '-YB-') = 0 THEN
-        CREATE TABLE @extschema@.rate_limit_state (
-            limit_name text COLLATE "C" NOT NULL,
-            key        text COLLATE "C" NOT NULL,
-            shard      smallint NOT NULL DEFAULT 0,
-            value      float8 NOT NULL,
-            ts         timestamptz NOT NULL,
-            PRIMARY KEY (limit_name, key, shard)
-        ) WITH (fillfactor = 50);
+    IF NOT yugabytedb THEN
+        EXECUTE 'CREATE TABLE @extschema@.rate_limit_state (' || columns
+             || 'PRIMARY KEY (limit_name, key, shard)) WITH (fillfactor = 50)';
+        EXECUTE 'CREATE UNLOGGED TABLE @extschema@.rate_limit_state_unlogged (' || columns
+             || 'PRIMARY KEY (limit_name, key, shard)) WITH (fillfactor = 50)';
         CREATE INDEX rate_limit_state_lookup ON @extschema@.rate_limit_state USING hash ((limit_name || key));
+        CREATE INDEX rate_limit_state_unlogged_lookup ON @extschema@.rate_limit_state_unlogged
+            USING hash ((limit_name || key));
     ELSE
-        CREATE TABLE @extschema@.rate_limit_state (
-            limit_name text COLLATE "C" NOT NULL,
-            key        text COLLATE "C" NOT NULL,
-            shard      smallint NOT NULL DEFAULT 0,
-            value      float8 NOT NULL,
-            ts         timestamptz NOT NULL,
-            PRIMARY KEY ((limit_name, key) HASH, shard ASC)
-        );
+        EXECUTE 'CREATE TABLE @extschema@.rate_limit_state (' || columns
+             || 'PRIMARY KEY ((limit_name, key) HASH, shard ASC))';
+        EXECUTE 'CREATE TABLE @extschema@.rate_limit_state_unlogged (' || columns
+             || 'PRIMARY KEY ((limit_name, key) HASH, shard ASC))';
     END IF;
 END
 $$;
 COMMENT ON TABLE @extschema@.rate_limit_state IS
     'pg_ratelimit: per-key state (units available and when they were computed); a missing row means full';
+COMMENT ON TABLE @extschema@.rate_limit_state_unlogged IS
+    'pg_ratelimit: per-key state of the limits with unlogged storage; a missing row means full';
 
 -- Each backend caches limits; any change to rate_limit_config (by the functions below or by direct
 -- DML) invalidates those caches.
@@ -109,6 +116,7 @@ $$;
 -- Limits and key state are user data: pg_dump keeps them.
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limit_config', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limit_state', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limit_state_unlogged', '');
 
 -- The shipped limit: two per second with one minute of burst.
 INSERT INTO @extschema@.rate_limit_config (name, algorithm, rate, period, capacity)
@@ -119,10 +127,10 @@ VALUES ('default', 'token_bucket', 120, interval '1 minute', 120);
 CREATE FUNCTION @extschema@.rate_limit_define(
     name text, rate float8, period interval, algorithm text DEFAULT 'token_bucket',
     capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL, start timestamptz DEFAULT NULL,
-    shards integer DEFAULT 1)
+    shards integer DEFAULT 1, storage text DEFAULT 'durable')
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_define' LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz, integer) IS
-    'creates or updates a named limit; keys keep their state unless the algorithm or the number of shards changes';
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz, integer, text) IS
+    'creates or updates a named limit; keys keep their state unless the algorithm, the number of shards or the storage changes';
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_drop' LANGUAGE C VOLATILE SECURITY DEFINER;
@@ -134,6 +142,14 @@ RETURNS @extschema@.rate_limit_decision
 AS 'MODULE_PATHNAME', 'rate_limit_request' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_request(text, text, float8, boolean) IS
     'consumes cost units for key if available (or as a reservation when reserve is true)';
+
+CREATE FUNCTION @extschema@.rate_limit_request_many(
+    keys text[], limit_name text DEFAULT 'default', costs float8[] DEFAULT NULL)
+RETURNS TABLE (key text, "position" integer, allowed boolean, remaining bigint, retry_after interval,
+               reset_after interval)
+AS 'MODULE_PATHNAME', 'rate_limit_request_many' LANGUAGE C VOLATILE SECURITY DEFINER ROWS 100;
+COMMENT ON FUNCTION @extschema@.rate_limit_request_many(text[], text, float8[]) IS
+    'rate_limit_request for each key in turn (costs[i] for keys[i], 1 where NULL): one row per key, in order';
 
 CREATE FUNCTION @extschema@.rate_limit_check(key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1)
 RETURNS @extschema@.rate_limit_decision
@@ -155,6 +171,27 @@ CREATE FUNCTION @extschema@.rate_limit_cleanup(limit_name text DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'rate_limit_cleanup' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_cleanup(text) IS
     'deletes the rows of keys back at full capacity (and, for all limits, rows of limits that no longer exist)';
+
+-- How much each storage holds: entries (one per key and shard) and bytes. The memory row also shows its
+-- capacity (pg_ratelimit.memory_keys, rounded up to the table's shape) and its evictions: entries dropped
+-- because the table was full, those back at full capacity (nothing lost) and the others (keys that
+-- started over: raise pg_ratelimit.memory_keys). Without shared_preload_libraries the memory row is zeros.
+CREATE FUNCTION @extschema@.rate_limit_memory_usage(
+    OUT entries bigint, OUT capacity bigint, OUT bytes bigint, OUT evicted_full bigint, OUT evicted_not_full bigint)
+AS 'MODULE_PATHNAME', 'rate_limit_memory_usage' LANGUAGE C VOLATILE;
+CREATE VIEW @extschema@.rate_limit_storage AS
+    SELECT 'durable'::text AS storage, (SELECT pg_catalog.count(*) FROM ONLY @extschema@.rate_limit_state) AS entries,
+           NULL::bigint AS capacity,
+           pg_catalog.pg_total_relation_size('@extschema@.rate_limit_state'::regclass) AS bytes,
+           NULL::bigint AS evicted_full, NULL::bigint AS evicted_not_full
+    UNION ALL
+    SELECT 'unlogged', (SELECT pg_catalog.count(*) FROM ONLY @extschema@.rate_limit_state_unlogged), NULL,
+           pg_catalog.pg_total_relation_size('@extschema@.rate_limit_state_unlogged'::regclass), NULL, NULL
+    UNION ALL
+    SELECT 'memory', m.entries, m.capacity, m.bytes, m.evicted_full, m.evicted_not_full
+      FROM @extschema@.rate_limit_memory_usage() AS m;
+COMMENT ON VIEW @extschema@.rate_limit_storage IS
+    'pg_ratelimit: entries and bytes held by each storage mode (memory: also capacity and evictions)';
 
 -- Least privilege. First, whatever ALTER DEFAULT PRIVILEGES of the installing role granted on what this
 -- script created is taken back: only the owner keeps rights on the extension's tables and functions.
@@ -184,8 +221,9 @@ $$;
 -- that uses reservations needs rate_limit_refund. The trigger functions are for the extension's own table
 -- (firing a trigger checks no privilege).
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_define, @extschema@.rate_limit_drop, @extschema@.rate_limit_refund,
-                       @extschema@.rate_limit_reset, @extschema@.rate_limit_cleanup,
+                       @extschema@.rate_limit_reset, @extschema@.rate_limit_cleanup, @extschema@.rate_limit_memory_usage,
                        @extschema@.rate_limit_config_changed, @extschema@.rate_limit_config_row,
                        @extschema@.rate_limit_extension_changed FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_request, @extschema@.rate_limit_check TO PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_request, @extschema@.rate_limit_request_many,
+                          @extschema@.rate_limit_check TO PUBLIC;
 GRANT SELECT ON @extschema@.rate_limit_config TO PUBLIC;

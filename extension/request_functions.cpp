@@ -1,11 +1,12 @@
 // rate_limit_request, rate_limit_check, rate_limit_refund and rate_limit_reset: arguments, the limit, and
-// one settle() (settle.hpp) each; reset deletes the key's row.
+// one settle() (settle.hpp) each; reset deletes the key's rows (or memory entries).
 #include "call_context.hpp"
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "limit_cache.hpp"
+#include "memory_state.hpp"
 #include "message_text.hpp"
 #include "settle.hpp"
 #include "state_relations.hpp"
@@ -29,6 +30,17 @@ void require_cost_fits(const core::Limit &limit, double cost, const text *limit_
                     errhint("Lower the cost, or raise the limit's capacity with rate_limit_define().")));
 }
 
+// One key's decision; the cost has been checked against the limit.
+core::Outcome decide_key(const CallContext &context, const core::Limit &limit, text *limit_name, text *key,
+                         SettleMode mode, double cost, bool reserve) {
+    const bool keyed_grid = limit.algorithm == core::Algorithm::fixed_window && !limit.has_start;
+    const core::Micros origin =
+        core::window_origin(limit, keyed_grid ? core::key_hash(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) : 0);
+    return settle(StateTarget{context.extension, context.schema, PointerGetDatum(limit_name), PointerGetDatum(key),
+                              limit, origin},
+                  limit, mode, cost, reserve, origin);
+}
+
 // Arguments (key, limit_name, cost[, reserve]) -> rate_limit_decision.
 Datum decide(FunctionCallInfo fcinfo, SettleMode mode) {
     const CallContext context = call_context(fcinfo, true);
@@ -39,13 +51,66 @@ Datum decide(FunctionCallInfo fcinfo, SettleMode mode) {
 
     const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
     require_cost_fits(limit, cost, limit_name);
-    const bool keyed_grid = limit.algorithm == core::Algorithm::fixed_window && !limit.has_start;
-    const core::Micros origin =
-        core::window_origin(limit, keyed_grid ? core::key_hash(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) : 0);
-    const core::Outcome outcome =
-        settle(StateTarget{context.extension, context.schema, PointerGetDatum(limit_name), PointerGetDatum(key)}, limit,
-               mode, cost, reserve, origin);
-    return decision_datum(context, limit, outcome);
+    return decision_datum(context, limit, decide_key(context, limit, limit_name, key, mode, cost, reserve));
+}
+
+// The elements of a one-dimensional text or float8 array (an empty array has none); NULL elements are
+// reported by `nulls`.
+int array_elements(ArrayType *array, Oid type, Datum **values, bool **nulls, const char *argname) {
+    if (ARR_NDIM(array) > 1)
+        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("%s must be a one-dimensional array", argname)));
+    int count = 0;
+    if (type == TEXTOID)
+        deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, values, nulls, &count);
+    else
+        deconstruct_array(array, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, values, nulls, &count);
+    return count;
+}
+
+// rate_limit_request_many(keys, limit_name, costs) -> one row (key, position, decision) per key, in order.
+// Every key and cost is checked before the first decision, so that a bad element fails the call before it
+// consumed anything (memory limits do not roll back).
+Datum request_many_body(FunctionCallInfo fcinfo) {
+    const CallContext context = call_context(fcinfo, false);
+    if (PG_ARGISNULL(0)) ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("keys must not be null")));
+    text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
+    Datum *keys = nullptr;
+    bool *key_nulls = nullptr;
+    const int count = array_elements(PG_GETARG_ARRAYTYPE_P(0), TEXTOID, &keys, &key_nulls, "keys");
+    Datum *costs = nullptr;
+    bool *cost_nulls = nullptr;
+    if (!PG_ARGISNULL(2)) {
+        const int cost_count = array_elements(PG_GETARG_ARRAYTYPE_P(2), FLOAT8OID, &costs, &cost_nulls, "costs");
+        if (cost_count != count)
+            ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("costs must have one element per key"),
+                            errdetail("There are %d keys and %d costs.", count, cost_count)));
+    }
+    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    for (int i = 0; i < count; ++i) {
+        if (key_nulls[i])
+            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("key %d must not be null", i + 1)));
+        require_key_length(DatumGetTextPP(keys[i]));
+        if (costs != nullptr && !cost_nulls[i]) {
+            require_valid_cost(DatumGetFloat8(costs[i]));
+            require_cost_fits(limit, DatumGetFloat8(costs[i]), limit_name);
+        }
+    }
+
+    InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+    const auto *result = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
+    require_decision_rows(result->setDesc);
+    for (int i = 0; i < count; ++i) {
+        text *key = DatumGetTextPP(keys[i]);
+        const double cost = costs == nullptr || cost_nulls[i] ? 1.0 : DatumGetFloat8(costs[i]);
+        const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
+        Datum values[6];
+        bool nulls[6] = {false, false, false, false, false, false};
+        values[0] = PointerGetDatum(key);
+        values[1] = Int32GetDatum(i + 1);
+        decision_values(limit, outcome, values + 2);
+        tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
+    }
+    return static_cast<Datum>(0);
 }
 
 Datum request_body(FunctionCallInfo fcinfo) { return decide(fcinfo, SettleMode::request); }
@@ -56,14 +121,21 @@ Datum reset_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     text *key = key_arg(fcinfo, 0);
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
-    (void)limit_lookup(context.extension, context.schema,
-                       limit_name);  // an unknown limit is an error, not a silent no-op
+    // An unknown limit is an error, not a silent no-op.
+    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    const StateTarget target{context.extension,    context.schema, PointerGetDatum(limit_name),
+                             PointerGetDatum(key), limit,          0};
+    if (limit.storage == core::Storage::memory) {
+        memory_state_reset(target);
+        PG_RETURN_VOID();
+    }
     require_writable_transaction("reset rate limit keys");
     // Checked first: the delete must not fire triggers as the owner (state_relations.hpp).
-    require_usable_state_table(context.extension, context.schema);
+    require_usable_state_table(context.extension, context.schema, state_table_of(target));
     const int sql_token = extension_sql_begin(context.schema, Scan::one_key);
     Datum args[] = {PointerGetDatum(limit_name), PointerGetDatum(key)};
-    const int rc = SPI_execute_plan(extension_statement(Statement::delete_state), args, nullptr, false, 0);
+    const int rc =
+        SPI_execute_plan(extension_statement(Statement::delete_state, state_table_of(target)), args, nullptr, false, 0);
     if (rc != SPI_OK_DELETE) elog(ERROR, "pg_ratelimit: resetting a key failed: %s", SPI_result_code_string(rc));
     extension_sql_end(sql_token);
     PG_RETURN_VOID();
@@ -73,6 +145,7 @@ Datum reset_body(FunctionCallInfo fcinfo) {
 }  // namespace pg_ratelimit
 
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_request, pg_ratelimit::request_body)
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_request_many, pg_ratelimit::request_many_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_check, pg_ratelimit::check_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_refund, pg_ratelimit::refund_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_reset, pg_ratelimit::reset_body)

@@ -39,7 +39,7 @@ bool attempt(const StateAccess &access, StateHandle *handle, int16 shard, int at
         if (!*found) access.rely_on_absence(handle, shard);
         return true;
     }
-    require_writable_transaction(write_action(mode));
+    if (access.transactional) require_writable_transaction(write_action(mode));
     return *found ? access.update(handle, shard, decided->next) == WriteResult::written
                   : access.insert(handle, shard, decided->next);
 }

@@ -44,7 +44,9 @@ bool access_path_is_forced_direct() { return access_path_setting == static_cast<
 void state_access_open(const StateTarget &target, StateHandle *handle) {
     const auto setting = static_cast<AccessPath>(access_path_setting);
     const bool sql = setting == AccessPath::sql || (setting == AccessPath::auto_path && on_yugabytedb);
-    handle->access = sql ? &sql_access : &direct_access;
+    handle->access = target.limit.storage == core::Storage::memory ? &memory_access
+                     : sql                                         ? &sql_access
+                                                                   : &direct_access;
     handle->target = target;
     // Under auto, the direct path hands over to the SQL path itself if the table is not a heap table.
     handle->access->open(handle);

@@ -18,18 +18,26 @@
 #pragma once
 
 #include "core/limit.hpp"
+#include "core/memory_identity.hpp"
 #include "postgres_headers.hpp"
 #include "state_relations.hpp"
 
 namespace pg_ratelimit {
 
-// The row a call is about.
+// The key a call is about, and its limit's definition (the storage chooses the table or memory).
 struct StateTarget {
     Oid extension;
     Oid schema;
     Datum limit_name;
     Datum key;
+    core::Limit limit;
+    core::Micros origin;  // the key's window grid (core::window_origin)
 };
+
+// The table of a durable or unlogged limit.
+inline StateTable state_table_of(const StateTarget &target) {
+    return target.limit.storage == core::Storage::unlogged ? StateTable::unlogged : StateTable::logged;
+}
 
 // The direct path's working state (access_direct.cpp).
 struct DirectState {
@@ -48,6 +56,17 @@ struct SqlState {
     double read_value;
     core::Micros read_ts;
     bool guard_insert;  // StateRelations::unique_index_in_flux
+};
+
+// The memory path's working state (access_memory.cpp).
+struct MemoryState {
+    enum class Held : uint8 { nothing, entry, partition };  // entry: partition shared + slot; partition: exclusive
+    Held held;
+    uint32 definition;  // core::memory_definition of the limit
+    uint64 seed;        // of the table's placement hash
+    uint32 partition;
+    int slot;  // -1: the key has no entry yet (the partition is then held exclusively)
+    core::MemoryIdentity identity;
 };
 
 enum class WriteResult { written, lost_race };
@@ -70,11 +89,15 @@ struct StateHandle {
     union {
         DirectState direct;
         SqlState sql;
+        MemoryState memory;
     };
 };
 
 struct StateAccess {
     const char *name;
+    // Writes go into the transaction (a table): refused where the executor would refuse them (read-only
+    // transactions, standbys). Memory state is written outside any transaction.
+    bool transactional;
     void (*open)(StateHandle *handle);
     // The row of the key's `shard` as the statement's snapshot sees it; false if there is none.
     bool (*fetch)(StateHandle *handle, int16 shard, core::State *state);
@@ -99,6 +122,7 @@ struct StateAccess {
 
 extern const StateAccess direct_access;
 extern const StateAccess sql_access;
+extern const StateAccess memory_access;
 
 // Inserts a key's first row with SQL (both paths do): false if a concurrent transaction inserted it first.
 // `guarded`: a unique index is in flux (StateRelations::unique_index_in_flux), so a concurrent first insert

@@ -5,8 +5,6 @@
 namespace pg_ratelimit {
 namespace {
 
-constexpr const char *STATE_TABLE = "rate_limit_state";
-
 // What was derived from the table's relcache entry, valid until an invalidation of the table or of one
 // of its indexes arrives.
 struct Derived {
@@ -25,10 +23,10 @@ struct Derived {
     Oid indexes[8];
     int index_count;
 };
-Derived cached{};
-uint64 invalidations = 0;  // relcache invalidations of any relation so far, to notice one during derive()
+Derived cached_tables[2]{};  // by StateTable
+uint64 invalidations = 0;    // relcache invalidations of any relation so far, to notice one during derive()
 
-bool concerns_table(Oid relid) {
+bool concerns_table(const Derived &cached, Oid relid) {
     if (relid == InvalidOid || relid == cached.heap || cached.index_count < 0) return true;
     for (int i = 0; i < cached.index_count; ++i)
         if (cached.indexes[i] == relid) return true;
@@ -37,7 +35,8 @@ bool concerns_table(Oid relid) {
 
 void on_relcache_invalidation(Datum, Oid relid) {
     ++invalidations;
-    if (concerns_table(relid)) cached.valid = false;
+    for (Derived &cached : cached_tables)
+        if (concerns_table(cached, relid)) cached.valid = false;
 }
 
 AttrNumber column(Relation heap, const char *name, Oid type) {
@@ -101,7 +100,7 @@ IndexKind index_kind(Relation index, const StateColumns &columns) {
                : IndexKind::other;
 }
 
-void derive_once(Relation heap, Oid extension, Oid schema) {
+void derive_once(Relation heap, Oid extension, Oid schema, Derived *cached) {
     check_table(heap, extension);
     Derived next{};
     next.schema = schema;
@@ -131,33 +130,33 @@ void derive_once(Relation heap, Oid extension, Oid schema) {
     list_free(indexes);
     if (next.unique == InvalidOid)
         refuse_table(heap, "it has no valid unique index on (limit_name, key, shard)",
-                     "Re-create its primary key: ALTER TABLE rate_limit_state ADD PRIMARY KEY (limit_name, key, "
-                     "shard).");
+                     psprintf("Re-create its primary key: ALTER TABLE %s ADD PRIMARY KEY (limit_name, key, shard).",
+                              RelationGetRelationName(heap)));
     // Without the hash index the direct path reads the unique btree (its first two columns); the SQL path
     // needs neither.
     if (!next.lookup_is_hash) next.lookup = next.unique_is_btree ? next.unique : InvalidOid;
     next.valid = true;
-    cached = next;
+    *cached = next;
 }
 
 // Derives everything from the open table: checks it, finds its columns and chooses the indexes. Opening
 // the indexes may accept invalidations that make what was read before stale: then it starts over.
-void derive(Relation heap, Oid extension, Oid schema) {
+void derive(Relation heap, Oid extension, Oid schema, Derived *cached) {
     uint64 seen = 0;
     do {
         seen = invalidations;
-        derive_once(heap, extension, schema);
+        derive_once(heap, extension, schema, cached);
     } while (seen != invalidations);
 }
 
-Relation open_heap(Oid schema) {
-    if (cached.schema != schema) {
-        cached = Derived{};
-        cached.schema = schema;
+Relation open_heap(Oid schema, StateTable table, Derived *cached) {
+    if (cached->schema != schema) {
+        *cached = Derived{};
+        cached->schema = schema;
     }
-    const Oid before = cached.heap;
-    Relation heap = open_extension_table(schema, STATE_TABLE, RowExclusiveLock, &cached.heap);
-    if (cached.heap != before) cached.valid = false;
+    const Oid before = cached->heap;
+    Relation heap = open_extension_table(schema, state_table_name(table), RowExclusiveLock, &cached->heap);
+    if (cached->heap != before) cached->valid = false;
     return heap;
 }
 
@@ -165,8 +164,10 @@ Relation open_heap(Oid schema) {
 
 void state_relations_init() { CacheRegisterRelcacheCallback(on_relcache_invalidation, 0); }
 
-void state_relations_open(Oid extension, Oid schema, bool with_lookup, bool heap_only, StateRelations *out) {
-    out->heap = open_heap(schema);  // takes the lock: the cache now reflects every committed change
+void state_relations_open(Oid extension, Oid schema, StateTable table, bool with_lookup, bool heap_only,
+                          StateRelations *out) {
+    Derived &cached = cached_tables[static_cast<int>(table)];
+    out->heap = open_heap(schema, table, &cached);  // takes the lock: the cache now reflects every committed change
     out->lookup = nullptr;
     if (heap_only && out->heap->rd_tableam != GetHeapamTableAmRoutine())
         refuse_table(out->heap, "it does not use the heap access method",
@@ -175,14 +176,15 @@ void state_relations_open(Oid extension, Oid schema, bool with_lookup, bool heap
     // transaction that locked the table after it started waiting): derive again if the chosen one is
     // gone or no longer valid once it is locked.
     for (int attempt = 0;; ++attempt) {
-        if (!cached.valid) derive(out->heap, extension, schema);
+        if (!cached.valid) derive(out->heap, extension, schema, &cached);
         out->columns = cached.columns;
         out->lookup_is_hash = cached.lookup_is_hash;
         out->unique_index_in_flux = cached.unique_index_in_flux;
         if (!with_lookup) return;
         if (!OidIsValid(cached.lookup))
             refuse_table(out->heap, "it has no index the direct access path can read",
-                         "Re-create the hash index rate_limit_state_lookup, or SET pg_ratelimit.access_path = 'sql'.");
+                         psprintf("Re-create the hash index %s_lookup, or SET pg_ratelimit.access_path = 'sql'.",
+                                  state_table_name(table)));
         Relation lookup = try_relation_open(cached.lookup, AccessShareLock);
         if (lookup != nullptr && cached.valid && lookup->rd_index->indisvalid && lookup->rd_index->indislive) {
             out->lookup = lookup;
@@ -194,9 +196,9 @@ void state_relations_open(Oid extension, Oid schema, bool with_lookup, bool heap
     }
 }
 
-bool require_usable_state_table(Oid extension, Oid schema) {
+bool require_usable_state_table(Oid extension, Oid schema, StateTable table) {
     StateRelations relations;
-    state_relations_open(extension, schema, false, false, &relations);
+    state_relations_open(extension, schema, table, false, false, &relations);
     state_relations_close(&relations);
     return relations.unique_index_in_flux;
 }

@@ -1,4 +1,5 @@
-// rate_limit_state and the index a request finds its key through, opened for one call.
+// A state table (rate_limit_state, or rate_limit_state_unlogged for unlogged limits) and the index a
+// request finds its key through, opened for one call. Both tables are held to the same rules below.
 //
 // The OIDs are cached per backend, but a cached OID is only used after the table's lock has been taken
 // (taking a lock accepts pending invalidations), and everything derived from the table (which index to
@@ -19,6 +20,7 @@
 // UPDATE of value and ts would) and get their defaults on insert.
 #pragma once
 
+#include "extension_sql.hpp"
 #include "postgres_headers.hpp"
 
 namespace pg_ratelimit {
@@ -49,12 +51,13 @@ void state_relations_init();
 // Opens the state table of the extension `extension` living in `schema`, checked as above, and, when
 // with_lookup is set, the index to find keys through. `heap_only`: also refuse a table on another
 // access method than heap (the direct path reads heap pages itself).
-void state_relations_open(Oid extension, Oid schema, bool with_lookup, bool heap_only, StateRelations *out);
+void state_relations_open(Oid extension, Oid schema, StateTable table, bool with_lookup, bool heap_only,
+                          StateRelations *out);
 void state_relations_close(StateRelations *relations);
 
 // Opens and closes the table as above (the lock stays): for the SQL statements on it, which must not
 // fire triggers as the owner or write a table that requests would then refuse. Returns
 // unique_index_in_flux.
-bool require_usable_state_table(Oid extension, Oid schema);
+bool require_usable_state_table(Oid extension, Oid schema, StateTable table);
 
 }  // namespace pg_ratelimit

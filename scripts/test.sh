@@ -59,7 +59,7 @@ run_suite "client install (no GoogleTest; find_package, pkg-config)" count_cases
 # Every server-side suite runs once per access path (extension/state_access.hpp), against a cluster
 # whose configuration sets it, so that every session of every role uses it; same expected results.
 for path in direct sql; do
-    start_cluster -c pg_ratelimit.access_path=$path
+    start_cluster -c pg_ratelimit.access_path=$path -c shared_preload_libraries=pg_ratelimit
     run_suite "pg_regress ($path path)" count_pg_regress regress
     run_suite "isolation tests ($path path)" count_pg_regress isolation
     run_suite "server tests: hammer, client library ($path path)" count_ctest \

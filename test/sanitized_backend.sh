@@ -200,7 +200,7 @@ run_tests() {
 
 for path in $ACCESS_PATHS; do
     log "starting the cluster ($MODE, access path $path)"
-    start_server -c pg_ratelimit.access_path="$path"
+    start_server -c pg_ratelimit.access_path="$path" -c shared_preload_libraries=pg_ratelimit
     check_instrumented
     run_tests "pg_regress ($path path)" regression.diffs ISOLATION=
     run_tests "isolation ($path path)" output_iso/regression.diffs REGRESS=

@@ -17,6 +17,12 @@ using Micros = std::int64_t;
 
 enum class Algorithm : std::uint8_t { token_bucket, fixed_window };
 
+// Where a limit keeps its keys' state (the glue's concern; the decisions do not depend on it):
+//   durable   rate_limit_state: WAL-logged, transactional, replicated, kept across crashes
+//   unlogged  rate_limit_state_unlogged: transactional, no WAL, emptied by a crash, not on standbys
+//   memory    shared memory: not transactional, per server, works read-only and on standbys
+enum class Storage : std::uint8_t { durable, unlogged, memory };
+
 // Bounds that keep every derived figure exact enough and inside int64 (checked by validate.hpp).
 inline constexpr double MAX_UNITS = 1e12;  // rate, capacity, cost, max_reserved
 // The least rate, capacity or cost: subnormal and near-subnormal unit counts lose all precision (their
@@ -38,6 +44,7 @@ struct Limit {
     // its own with rate, capacity and max_reserved divided by the count. The decisions below are made per
     // shard, with shard_limit(); 1 means no split.
     int shards = 1;
+    Storage storage = Storage::durable;
 };
 
 // The two numbers stored per (limit, key). value may be negative (debt from reservations).

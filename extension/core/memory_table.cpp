@@ -284,4 +284,11 @@ int MemoryTable::sweep_full(std::uint32_t partition, Micros now) noexcept {
     return part.remove_if([now](const MemoryEntry &entry) noexcept { return entry.full_at <= now; });
 }
 
+int MemoryTable::sweep_full(std::uint32_t partition, Micros now, std::uint64_t limit_hash) noexcept {
+    Partition part{slots_of(partition), slots_ - 1, counters_of(partition)};
+    return part.remove_if([now, limit_hash](const MemoryEntry &entry) noexcept {
+        return entry.identity.limit_hash == limit_hash && entry.full_at <= now;
+    });
+}
+
 }  // namespace pg_ratelimit::core

@@ -151,6 +151,8 @@ class MemoryTable {
     // Deletes every entry full at now (full_at <= now); returns how many. Not counted as evictions.
     // Exclusive lock.
     int sweep_full(std::uint32_t partition, Micros now) noexcept;
+    // The same for the entries of one limit only (limit_hash as in purge_limit).
+    int sweep_full(std::uint32_t partition, Micros now, std::uint64_t limit_hash) noexcept;
 
     // The entry in a slot (empty when entry.identity.length == 0). Shared lock to read; writing the
     // state, last_used, full_at or definition also needs the slot's own lock, or the exclusive one.

@@ -2,7 +2,7 @@
 # Runs every hostile-review script against a throwaway PostgreSQL 15 cluster (scripts/common.sh) and
 # prints one line per script, then "cases: N" (the scripts run). Exits 1 if any finding reproduces again
 # or any attack stops holding. ACCESS_PATH (direct or sql, default direct) sets pg_ratelimit.access_path.
-# Usage: test/hostile/run.sh [script.sh ...]   (default: every f*.sh and held_attacks.sh)
+# Usage: test/hostile/run.sh [script.sh ...]   (default: every f*.sh and held_attacks*.sh)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../scripts/common.sh"
@@ -12,7 +12,7 @@ export SERVER_LOG=$CLUSTER_DIR/server.log
 
 cd "$here" || exit 1
 scripts=("$@")
-[ ${#scripts[@]} -eq 0 ] && scripts=(f*.sh held_attacks.sh)
+[ ${#scripts[@]} -eq 0 ] && scripts=(f*.sh held_attacks*.sh)
 results=()
 status=0
 for script in "${scripts[@]}"; do

@@ -41,13 +41,15 @@ struct Scenario {
     std::string algorithm;
     double allowance;  // rate = capacity
     double cost;
-    bool warm_key;   // the key's row exists before the hammer starts (else: new-key race)
-    int shards = 1;  // hot-key shards (core/shards.hpp): the allowance split over that many rows
+    bool warm_key;                    // the key's row exists before the hammer starts (else: new-key race)
+    int shards = 1;                   // hot-key shards (core/shards.hpp): the allowance split over that many rows
+    std::string storage = "durable";  // durable, unlogged or memory (extension/memory_state.hpp)
 };
 
 std::string describe(const Scenario &s) {
     return level_name(s.level) + "_" + s.algorithm + (s.cost == 1 ? "" : "_fractional") +
-           (s.warm_key ? "_warm" : "_new_key") + (s.shards == 1 ? "" : "_" + std::to_string(s.shards) + "_shards");
+           (s.warm_key ? "_warm" : "_new_key") + (s.shards == 1 ? "" : "_" + std::to_string(s.shards) + "_shards") +
+           (s.storage == "durable" ? "" : "_" + s.storage);
 }
 
 std::string scenario_name(const testing::TestParamInfo<Scenario> &info) { return describe(info.param); }
@@ -109,8 +111,10 @@ TEST_P(Hammer, AdmitsExactlyTheAllowance) {
         pqxx::connection admin{""};
         pqxx::work tx{admin};
         tx.exec("CREATE EXTENSION IF NOT EXISTS pg_ratelimit");
-        tx.exec_params("SELECT rate_limit_define($1, rate => $2, period => '1000 days', algorithm => $3, shards => $4)",
-                       limit, s.allowance, s.algorithm, s.shards);
+        tx.exec_params(
+            "SELECT rate_limit_define($1, rate => $2, period => '1000 days', algorithm => $3, shards => $4, storage => "
+            "$5)",
+            limit, s.allowance, s.algorithm, s.shards, s.storage);
         tx.exec_params("SELECT rate_limit_reset('hot', $1)", limit);
         if (s.warm_key) {
             // A request and its refund leave the key full, with its row in place.
@@ -172,6 +176,12 @@ std::vector<Scenario> scenarios() {
         // Sharded keys: every shard drained exactly, none overdrawn, whichever shard each call picks.
         all.push_back({level, "token_bucket", 400, 1, false, 4});
         all.push_back({level, "fixed_window", 400, 1, true, 16});
+        // The other storage modes: an unlogged table, and shared memory (the server preloads the library).
+        for (const char *storage : {"unlogged", "memory"}) {
+            all.push_back({level, "token_bucket", 400, 1, false, 1, storage});
+            all.push_back({level, "fixed_window", 300, 1, true, 1, storage});
+            all.push_back({level, "token_bucket", 400, 1, false, 4, storage});
+        }
     }
     return all;
 }

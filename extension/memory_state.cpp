@@ -1,0 +1,389 @@
+// The shared memory of storage => 'memory': sizing, creation, the file it is saved to at a clean
+// shutdown and loaded from at start (as pg_stat_statements does with its own), key resets, cleanup,
+// forgetting a dropped or redefined limit at commit, and the figures rate_limit_storage shows.
+#include "memory_state.hpp"
+
+#include "call_context.hpp"
+#include "clock.hpp"
+#include "core/algorithms.hpp"
+#include "core/shards.hpp"
+#include "cpp_boundary.hpp"
+#include "limit_cache.hpp"
+#include "memory_store.hpp"
+#include "state_access.hpp"
+
+namespace pg_ratelimit {
+namespace {
+
+// The file a clean shutdown writes, in the data directory; removed once loaded, so that a crash later
+// never brings back what it held.
+constexpr const char *SAVE_FILE = "pg_stat/pg_ratelimit_memory.state";
+constexpr const char *SAVE_FILE_TEMP = "pg_stat/pg_ratelimit_memory.state.tmp";
+constexpr uint32 SAVE_FILE_MAGIC = 0x524c4d31;  // "RLM1"; a new layout of MemoryEntry needs a new one
+
+int memory_keys = 100000;  // pg_ratelimit.memory_keys
+bool preloaded = false;
+shmem_request_hook_type previous_shmem_request_hook = nullptr;
+shmem_startup_hook_type previous_shmem_startup_hook = nullptr;
+
+// At the start of the shared memory: what every backend needs to find the rest.
+struct SharedHeader {
+    int tranche;  // of every lock below
+    uint32 partitions;
+    uint32 slots;
+};
+
+MemoryStore store{core::MemoryTable(nullptr), nullptr, nullptr};
+bool store_attached = false;
+
+// Partitions and slots for pg_ratelimit.memory_keys: about 1,000 keys a partition, and slots enough
+// that the keys fit at the table's 7/8 load.
+void table_shape(uint32 *partitions, uint32 *slots) {
+    const double keys = memory_keys;
+    uint32 p = 1;
+    while (p < core::MEMORY_TABLE_MAX_PARTITIONS && p * 1024.0 < keys) p <<= 1;
+    uint32 s = core::MEMORY_TABLE_MIN_SLOTS;
+    while (s < core::MEMORY_TABLE_MAX_SLOTS && (s - s / 8) * static_cast<double>(p) < keys) s <<= 1;
+    *partitions = p;
+    *slots = s;
+}
+
+Size locks_offset() { return MAXALIGN(sizeof(SharedHeader)); }
+Size slot_locks_offset(uint32 partitions) { return locks_offset() + mul_size(partitions, sizeof(LWLockPadded)); }
+Size table_offset(uint32 partitions, uint32 slots) {
+    // The table's own layout keeps each partition on its own cache lines from a 64-byte boundary.
+    return TYPEALIGN(64, slot_locks_offset(partitions) + mul_size(mul_size(partitions, slots), sizeof(LWLock)));
+}
+Size shared_size() {
+    uint32 partitions = 0;
+    uint32 slots = 0;
+    table_shape(&partitions, &slots);
+    return add_size(add_size(table_offset(partitions, slots), core::memory_table_bytes(partitions, slots)), 64);
+}
+
+void shmem_request() {
+    if (previous_shmem_request_hook != nullptr) previous_shmem_request_hook();
+    RequestAddinShmemSpace(shared_size());
+}
+
+void save_file(int code, Datum);
+void load_file();
+
+void shmem_startup() {
+    if (previous_shmem_startup_hook != nullptr) previous_shmem_startup_hook();
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    bool found = false;
+    auto *base = static_cast<char *>(ShmemInitStruct("pg_ratelimit memory state", shared_size(), &found));
+    auto *header = reinterpret_cast<SharedHeader *>(base);
+    if (!found) {
+        table_shape(&header->partitions, &header->slots);
+        header->tranche = LWLockNewTrancheId();
+        auto *partition_locks = reinterpret_cast<LWLockPadded *>(base + locks_offset());
+        for (uint32 i = 0; i < header->partitions; ++i) LWLockInitialize(&partition_locks[i].lock, header->tranche);
+        auto *slot_locks = reinterpret_cast<LWLock *>(base + slot_locks_offset(header->partitions));
+        const uint64 slot_count = static_cast<uint64>(header->partitions) * header->slots;
+        for (uint64 i = 0; i < slot_count; ++i) LWLockInitialize(&slot_locks[i], header->tranche);
+        uint64 seed = 0;
+        if (!pg_strong_random(&seed, sizeof(seed))) seed = static_cast<uint64>(GetCurrentTimestamp());
+        void *table = base + table_offset(header->partitions, header->slots);
+        if (!core::memory_table_init(table, header->partitions, header->slots, seed))
+            elog(FATAL, "pg_ratelimit: could not set up the memory state table");
+    }
+    LWLockRelease(AddinShmemInitLock);
+    store_attached = false;  // each process attaches on first use (memory_store)
+    // The postmaster saves the table when it exits cleanly, and loads it once, when it creates it.
+    if (!IsUnderPostmaster) {
+        on_shmem_exit(save_file, 0);
+        if (!found) load_file();
+    }
+}
+
+void attach() {
+    bool found = false;
+    auto *base = static_cast<char *>(ShmemInitStruct("pg_ratelimit memory state", shared_size(), &found));
+    if (!found) elog(ERROR, "pg_ratelimit: the memory state is missing from shared memory");
+    const auto *header = reinterpret_cast<const SharedHeader *>(base);
+    LWLockRegisterTranche(header->tranche, "pg_ratelimit");
+    store.partition_locks = reinterpret_cast<LWLockPadded *>(base + locks_offset());
+    store.slot_locks = reinterpret_cast<LWLock *>(base + slot_locks_offset(header->partitions));
+    store.table = core::MemoryTable(base + table_offset(header->partitions, header->slots));
+    if (!store.table.valid()) elog(ERROR, "pg_ratelimit: the memory state table is damaged");
+    store_attached = true;
+}
+
+// The saved entries: the magic, the entry size, then the entries, then their count (a torn file is
+// never taken for a complete one).
+void save_file(int code, Datum) {
+    if (code != 0 || !preloaded) return;  // a crash (or a failed start): nothing is saved
+    if (!store_attached) attach();
+    FILE *file = AllocateFile(SAVE_FILE_TEMP, PG_BINARY_W);
+    if (file == nullptr) {
+        ereport(LOG, (errcode_for_file_access(), errmsg("pg_ratelimit: could not write \"%s\": %m", SAVE_FILE_TEMP)));
+        return;
+    }
+    const uint32 head[2] = {SAVE_FILE_MAGIC, static_cast<uint32>(sizeof(core::MemoryEntry))};
+    bool ok = fwrite(head, sizeof(head), 1, file) == 1;
+    uint64 count = 0;
+    const core::MemoryTable &table = store.table;
+    // Every other process has exited: no locks needed (nor possible in the postmaster).
+    for (uint32 partition = 0; ok && partition < table.partitions(); ++partition)
+        table.for_each(partition, [&](int, const core::MemoryEntry &entry) {
+            if (ok && entry.full_at != core::MEMORY_NO_STATE) {
+                ok = fwrite(&entry, sizeof(entry), 1, file) == 1;
+                ++count;
+            }
+        });
+    ok = ok && fwrite(&count, sizeof(count), 1, file) == 1;
+    if (FreeFile(file) != 0) ok = false;
+    if (!ok) {
+        ereport(LOG, (errcode_for_file_access(), errmsg("pg_ratelimit: could not write \"%s\": %m", SAVE_FILE_TEMP)));
+        unlink(SAVE_FILE_TEMP);
+        return;
+    }
+    (void)durable_rename(SAVE_FILE_TEMP, SAVE_FILE, LOG);
+}
+
+void load_file() {
+    FILE *file = AllocateFile(SAVE_FILE, PG_BINARY_R);
+    if (file == nullptr) {
+        if (errno != ENOENT)
+            ereport(LOG, (errcode_for_file_access(), errmsg("pg_ratelimit: could not read \"%s\": %m", SAVE_FILE)));
+        return;
+    }
+    attach();
+    uint32 head[2] = {0, 0};
+    uint64 loaded = 0;
+    bool ok =
+        fread(head, sizeof(head), 1, file) == 1 && head[0] == SAVE_FILE_MAGIC && head[1] == sizeof(core::MemoryEntry);
+    const core::Micros now = GetCurrentTimestamp();
+    core::MemoryEntry entry;
+    // Entries until the trailing count, which must match.
+    while (ok) {
+        const size_t got = fread(&entry, 1, sizeof(entry), file);
+        if (got == sizeof(uint64) && feof(file)) {
+            uint64 count = 0;
+            memcpy(&count, &entry, sizeof(count));
+            ok = count == loaded;
+            break;
+        }
+        if (got != sizeof(entry)) {
+            ok = false;
+            break;
+        }
+        core::memory_identity_rehash(&entry.identity, store.table.seed());
+        const uint32 partition = store.table.partition_of(entry.identity.hash);
+        (void)store.table.restore(partition, entry, now);
+        ++loaded;
+    }
+    FreeFile(file);
+    if (!ok) {
+        // Whatever came before the damage is kept: each entry was checked on its own.
+        ereport(LOG, (errmsg("pg_ratelimit: \"%s\" is incomplete or of another version", SAVE_FILE)));
+    }
+    unlink(SAVE_FILE);
+}
+
+// Limits to forget when the transaction commits, with the subtransaction level that asked (an aborted
+// subtransaction's requests are dropped). Kept in TopMemoryContext, emptied at every transaction end.
+struct PendingForget {
+    char name[MAX_LIMIT_NAME_BYTES + 1];
+    int level;
+};
+PendingForget *pending = nullptr;
+int pending_count = 0;
+int pending_capacity = 0;
+
+void forget_limit(const char *name) {
+    const uint64 limit_hash = core::memory_limit_hash(name, strlen(name));
+    const MemoryStore &memory = memory_store();
+    for (uint32 partition = 0; partition < memory.table.partitions(); ++partition) {
+        LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
+        (void)const_cast<core::MemoryTable &>(memory.table).purge_limit(partition, limit_hash);
+        LWLockRelease(&memory.partition_locks[partition].lock);
+    }
+}
+
+void on_transaction_end(XactEvent event, void *) {
+    if (pending_count == 0) return;
+    if (event == XACT_EVENT_PRE_PREPARE)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("cannot PREPARE a transaction that dropped or redefined a memory rate limit"),
+                        errdetail("Its keys' memory state is removed when the transaction commits, which a prepared "
+                                  "transaction cannot arrange.")));
+    if (event == XACT_EVENT_COMMIT)
+        for (int i = 0; i < pending_count; ++i) forget_limit(pending[i].name);  // takes no lock that can fail
+    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+        pending_count = 0;
+}
+
+void on_subtransaction_end(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
+    const int level = GetCurrentTransactionNestLevel();
+    if (event == SUBXACT_EVENT_ABORT_SUB) {
+        int kept = 0;
+        for (int i = 0; i < pending_count; ++i)
+            if (pending[i].level < level) pending[kept++] = pending[i];
+        pending_count = kept;
+    } else if (event == SUBXACT_EVENT_COMMIT_SUB) {
+        for (int i = 0; i < pending_count; ++i)
+            if (pending[i].level >= level) pending[i].level = level - 1;
+    }
+}
+
+// The memory limits' figures, from every partition's counters.
+struct Usage {
+    uint64 entries;
+    uint64 evicted_full;
+    uint64 evicted_not_full;
+};
+
+Usage usage() {
+    Usage total{0, 0, 0};
+    const MemoryStore &memory = memory_store();
+    for (uint32 partition = 0; partition < memory.table.partitions(); ++partition) {
+        LWLockAcquire(&memory.partition_locks[partition].lock, LW_SHARED);
+        const core::MemoryPartitionCounters &counters = memory.table.counters(partition);
+        total.entries += counters.entries;
+        total.evicted_full += counters.evicted_full;
+        total.evicted_not_full += counters.evicted_not_full;
+        LWLockRelease(&memory.partition_locks[partition].lock);
+    }
+    return total;
+}
+
+// rate_limit_memory_usage() -> (entries, capacity, bytes, evicted_full, evicted_not_full)
+Datum memory_usage_body(FunctionCallInfo fcinfo) {
+    TupleDesc desc = nullptr;
+    if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE || desc->natts != 5)
+        elog(ERROR, "pg_ratelimit: rate_limit_memory_usage must return a row of five columns");
+    Datum values[5] = {0, 0, 0, 0, 0};
+    bool nulls[5] = {false, false, false, false, false};
+    if (preloaded) {
+        const Usage total = usage();
+        const core::MemoryTable &table = memory_store().table;
+        values[0] = Int64GetDatum(static_cast<int64>(total.entries));
+        values[1] = Int64GetDatum(static_cast<int64>(table.max_entries()) * table.partitions());
+        values[2] = Int64GetDatum(static_cast<int64>(shared_size()));
+        values[3] = Int64GetDatum(static_cast<int64>(total.evicted_full));
+        values[4] = Int64GetDatum(static_cast<int64>(total.evicted_not_full));
+    }
+    return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
+}
+
+TimestampTz last_eviction_warning = 0;
+int64 unreported_evictions = 0;
+
+}  // namespace
+
+const MemoryStore &memory_store() {
+    require_memory_state();
+    if (!store_attached) attach();
+    return store;
+}
+
+core::MemoryIdentity memory_identity(const text *limit_name, const text *key, int shard, uint64 seed) {
+    const char *limit = VARDATA_ANY(limit_name);
+    const size_t limit_len = VARSIZE_ANY_EXHDR(limit_name);
+    const char *key_bytes = VARDATA_ANY(key);
+    const size_t key_len = VARSIZE_ANY_EXHDR(key);
+    core::MemoryIdentity identity;
+    if (core::memory_identity_inline(limit, limit_len, key_bytes, key_len, shard, seed, &identity)) return identity;
+    // Too long to keep as it is: the SHA-256 of the same encoding.
+    unsigned char header[core::MEMORY_IDENTITY_HEADER_MAX];
+    const size_t header_len = core::memory_identity_header(limit_len, key_len, shard, header);
+    unsigned char digest[PG_SHA256_DIGEST_LENGTH];
+    pg_cryptohash_ctx *context = pg_cryptohash_create(PG_SHA256);
+    if (context == nullptr || pg_cryptohash_init(context) < 0 ||
+        pg_cryptohash_update(context, header, header_len) < 0 ||
+        pg_cryptohash_update(context, reinterpret_cast<const uint8 *>(limit), limit_len) < 0 ||
+        pg_cryptohash_update(context, reinterpret_cast<const uint8 *>(key_bytes), key_len) < 0 ||
+        pg_cryptohash_final(context, digest, sizeof(digest)) < 0)
+        elog(ERROR, "pg_ratelimit: could not compute a SHA-256 digest: %s", pg_cryptohash_error(context));
+    pg_cryptohash_free(context);
+    return core::memory_identity_from_digest(limit, limit_len, digest, seed);
+}
+
+void memory_note_evictions(const core::EvictionCounts &counts) { unreported_evictions += counts.not_full; }
+
+void memory_report_evictions() {
+    if (unreported_evictions == 0) return;
+    const TimestampTz now = GetCurrentTimestamp();
+    if (last_eviction_warning != 0 && now - last_eviction_warning < USECS_PER_MINUTE) return;
+    ereport(WARNING, (errmsg("pg_ratelimit: the memory state table is full: " INT64_FORMAT
+                             " keys that were not back at full capacity were evicted and start over",
+                             unreported_evictions),
+                      errhint("Raise pg_ratelimit.memory_keys (currently %d) and restart the server.", memory_keys)));
+    last_eviction_warning = now;
+    unreported_evictions = 0;
+}
+
+void memory_state_init() {
+    RegisterXactCallback(on_transaction_end, nullptr);
+    RegisterSubXactCallback(on_subtransaction_end, nullptr);
+    // Like any setting that sizes shared memory, it exists only where the library is preloaded.
+    if (!process_shared_preload_libraries_in_progress) return;
+    DefineCustomIntVariable("pg_ratelimit.memory_keys",
+                            "How many keys the shared memory of memory rate limits holds (one per shard).",
+                            "Needs shared_preload_libraries = 'pg_ratelimit'; takes effect at server start. About "
+                            "165 bytes of shared memory each.",
+                            &memory_keys, 100000, 1000, 100000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    preloaded = true;
+    previous_shmem_request_hook = shmem_request_hook;
+    shmem_request_hook = shmem_request;
+    previous_shmem_startup_hook = shmem_startup_hook;
+    shmem_startup_hook = shmem_startup;
+}
+
+void require_memory_state() {
+    if (!preloaded)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("memory rate limits need pg_ratelimit in shared_preload_libraries"),
+                        errhint("Add pg_ratelimit to shared_preload_libraries in postgresql.conf and restart the "
+                                "server, or define the limit with storage => 'durable' or 'unlogged'.")));
+}
+
+void memory_state_reset(const StateTarget &target) {
+    const MemoryStore &memory = memory_store();
+    auto &table = const_cast<core::MemoryTable &>(memory.table);
+    for (int shard = 0; shard < target.limit.shards; ++shard) {
+        const core::MemoryIdentity identity =
+            memory_identity(DatumGetTextPP(target.limit_name), DatumGetTextPP(target.key), shard, table.seed());
+        const uint32 partition = table.partition_of(identity.hash);
+        LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
+        const int slot = table.find(partition, identity);
+        if (slot >= 0) table.remove(partition, slot);
+        LWLockRelease(&memory.partition_locks[partition].lock);
+    }
+}
+
+int64 memory_state_sweep(const text *limit_name, const core::Limit &) {
+    // Full CLEANUP_MARGIN ago, as for table rows: a clock stepped back by less can mint nothing.
+    const MemoryStore &memory = memory_store();
+    auto &table = const_cast<core::MemoryTable &>(memory.table);
+    const uint64 limit_hash = core::memory_limit_hash(VARDATA_ANY(limit_name), VARSIZE_ANY_EXHDR(limit_name));
+    const core::Micros before = clock_now() - core::CLEANUP_MARGIN;
+    int64 swept = 0;
+    for (uint32 partition = 0; partition < table.partitions(); ++partition) {
+        LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
+        swept += table.sweep_full(partition, before, limit_hash);
+        LWLockRelease(&memory.partition_locks[partition].lock);
+        CHECK_FOR_INTERRUPTS();
+    }
+    return swept;
+}
+
+void memory_state_forget_at_commit(const text *limit_name) {
+    if (!preloaded) return;  // there is no memory state to forget
+    if (pending_count == pending_capacity) {
+        pending_capacity = pending_capacity == 0 ? 8 : pending_capacity * 2;
+        pending = static_cast<PendingForget *>(
+            pending == nullptr ? MemoryContextAlloc(TopMemoryContext, pending_capacity * sizeof(PendingForget))
+                               : repalloc(pending, pending_capacity * sizeof(PendingForget)));
+    }
+    PendingForget &entry = pending[pending_count++];
+    text_to_cstring_buffer(limit_name, entry.name, sizeof(entry.name));
+    entry.level = GetCurrentTransactionNestLevel();
+}
+
+}  // namespace pg_ratelimit
+
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_memory_usage, pg_ratelimit::memory_usage_body)
