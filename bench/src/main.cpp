@@ -57,6 +57,9 @@ struct Options {
     std::string extra_setting = "wal_writer_flush_after=0";
     std::string redis;  // socket path or host:port; empty: no Redis
     std::string out = "bench/results/latest";
+    // Statements run after the keys are loaded, before VACUUM ANALYZE (e.g. an index rebuilt with another
+    // fillfactor, to see what an index's page size does to SERIALIZABLE conflicts).
+    std::vector<std::string> after_load;
     std::string source_dir = BENCH_SOURCE_DIR;
     Params params;
     Meta extra_meta;
@@ -90,6 +93,7 @@ struct Options {
   --retry-max-attempts N  client library retry policy for SERIALIZABLE (library default)
   --retry-max-elapsed-ms N
   --out DIR               where results go (bench/results/latest)
+  --after-load SQL        run SQL after the keys are loaded, before VACUUM ANALYZE (repeatable)
   --source-dir DIR        the bench/ directory (sql/, gcra.lua)
   --meta KEY=VALUE        recorded in the results (repeatable)
   --self-test             check the statistics code and exit
@@ -189,6 +193,8 @@ Options parse(int argc, char **argv) {
             o.params.retry_max_elapsed_ms = to_int(value(), "--retry-max-elapsed-ms");
         } else if (arg == "--out") {
             o.out = value();
+        } else if (arg == "--after-load") {
+            o.after_load.push_back(value());
         } else if (arg == "--source-dir") {
             o.source_dir = value();
         } else if (arg == "--meta") {
@@ -285,6 +291,7 @@ void prepare_database(pqxx::connection &admin, const Options &o) {
             tx.exec("SELECT count(*) FROM generate_series(0, " + n + " - 1) g, rate_limit_request('k' || g, " +
                     tx.quote(limit) + ") r WHERE r.allowed");
     });
+    for (const std::string &sql : o.after_load) step(sql, [&] { tx.exec(sql); });
     step("VACUUM ANALYZE, CHECKPOINT", [&] {
         tx.exec("VACUUM ANALYZE bench_update, bench_bucket, rate_limiting_token_bucket, rate_limit_state");
         tx.exec("CHECKPOINT");
@@ -370,6 +377,7 @@ Meta collect_meta(pqxx::connection &admin, const Options &o, const std::string &
     meta.emplace_back("client library", have_client_library()
                                             ? "pg_ratelimit::run_transaction (client/)"
                                             : "NOT BUILT: a local stand-in retry loop was used for SERIALIZABLE");
+    for (const std::string &sql : o.after_load) meta.emplace_back("after the load", sql);
     std::ostringstream plan;
     plan << o.rounds << " rounds per cell, each run " << o.warmup << " s warm-up + " << o.seconds
          << " s measured, systems in rotating order; " << o.keys << " keys";

@@ -40,12 +40,14 @@ constexpr const char *EXT_SQL = "SELECT * FROM rate_limit_request($1, $2)";
 // FunctionScan (which materialises the function's result in a tuplestore).
 constexpr const char *EXT_RECORD_SQL = "SELECT rate_limit_request($1, $2)";
 
-// Runs a session's setting (e.g. SQL_PATH_SETTING) on a new connection, before any transaction object
-// holds it; nullptr: none. A session-level SET stays for the connection's life.
-void apply_session_setting(pqxx::connection &conn, const char *setting) {
-    if (setting == nullptr) return;
+// Starts a new connection's session, before any transaction object holds it: names it after its system
+// ("bench:ID" in pg_stat_activity.application_name and in the server log's %a, which is how
+// bench/serializable_conflicts.sh attributes predicate locks and errors), then runs the system's session
+// setting (e.g. SQL_PATH_SETTING; nullptr: none). Session-level settings stay for the connection's life.
+void start_session(pqxx::connection &conn, const std::string &system_id, const char *setting) {
     pqxx::nontransaction tx(conn);
-    tx.exec0(setting);
+    tx.exec0("SET application_name = " + tx.quote("bench:" + system_id));
+    if (setting != nullptr) tx.exec0(setting);
 }
 
 // --- autocommit PostgreSQL systems -------------------------------------------------------------------
@@ -57,10 +59,10 @@ using Admitted = std::function<bool(const pqxx::result &)>;
 // call is its own (autocommitted) transaction and costs exactly one round trip.
 class PgWorker : public Worker {
   public:
-    PgWorker(const std::string &conninfo, const char *session, const char *sql, const Exec &exec,
-             const Admitted &admitted)
+    PgWorker(const std::string &conninfo, const std::string &system_id, const char *session, const char *sql,
+             const Exec &exec, const Admitted &admitted)
         : conn_(conninfo), exec_(exec), admitted_(admitted) {
-        apply_session_setting(conn_, session);
+        start_session(conn_, system_id, session);
         conn_.prepare("q", sql);
         tx_.emplace(conn_);
     }
@@ -91,7 +93,7 @@ class PgSystem : public System {
           exec_(std::move(exec)),
           admitted_(std::move(admitted)) {}
     std::unique_ptr<Worker> connect() override {
-        return std::make_unique<PgWorker>(conninfo_, session_, sql_, exec_, admitted_);
+        return std::make_unique<PgWorker>(conninfo_, id(), session_, sql_, exec_, admitted_);
     }
 
   private:
@@ -173,10 +175,10 @@ using TxBody = std::function<bool(pqxx::work &, const std::string &key)>;  // re
 
 class SerializableWorker : public Worker {
   public:
-    SerializableWorker(const std::string &conninfo, const char *session, const char *prepare_sql, const TxBody &body,
-                       RetryPolicyT policy)
+    SerializableWorker(const std::string &conninfo, const std::string &system_id, const char *session,
+                       const char *prepare_sql, const TxBody &body, RetryPolicyT policy)
         : conn_(conninfo), body_(body), policy_(std::move(policy)) {
-        apply_session_setting(conn_, session);
+        start_session(conn_, system_id, session);
         if (prepare_sql != nullptr) conn_.prepare("q", prepare_sql);
         // Counts every retry the helper makes, attributed to the call in progress.
         policy_.on_retry = [this](const RetryEventT &event) {
@@ -230,7 +232,7 @@ class SerializableSystem : public System {
           body_(std::move(body)),
           policy_(make_policy(p)) {}
     std::unique_ptr<Worker> connect() override {
-        return std::make_unique<SerializableWorker>(conninfo_, session_, prepare_sql_, body_, policy_);
+        return std::make_unique<SerializableWorker>(conninfo_, id(), session_, prepare_sql_, body_, policy_);
     }
 
   private:
