@@ -82,7 +82,7 @@ struct Options {
                           the call in the seed's form, as a scalar: SELECT rate_limit_request($1, $2)
   --serializable-clients N  clients of the SERIALIZABLE cells (8; 0: none)
   --serializable-keys LIST  their keys: hot,uniform,new (all three); new: a key no call has used, every call
-                          creates a row
+                          creates a row; the hot key's cell also runs limits with 4 and 16 hot-key shards
   --serializable-only     only the SERIALIZABLE cells (with SELECT 1 as the round-trip reference)
   --extra-cell NAME=VALUE one more cell (sync off, uniform, 2 clients) with this server setting
                           (wal_writer_flush_after=0)
@@ -532,7 +532,8 @@ int run(int argc, char **argv) {
         plain.push_back(owned.back().get());
     }
     // The SERIALIZABLE cells: the seed's function and the extension on both access paths, each through the
-    // same retry helper; on the hot key also the library's example policy for hot keys.
+    // same retry helper; on the hot key also the library's example policy for hot keys, and limits with
+    // hot-key shards.
     std::vector<System *> serializable, serializable_hot;
     if (o.serializable_clients > 0 && !o.serializable_dists.empty()) {
         // SELECT 1 (autocommit) stays in the cells as the round-trip reference.
@@ -545,6 +546,12 @@ int run(int argc, char **argv) {
         serializable_hot = serializable;
         owned.push_back(make_ext_serializable_patient(o.params));
         serializable_hot.push_back(owned.back().get());
+        // Hot-key shards: the same calls on limits whose keys are split over 4 and 16 rows, against ext_ser's
+        // one row (the target: 16 shards, 10x fewer retried calls and 3x the throughput of one).
+        for (const int shards : {4, 16}) {
+            owned.push_back(make_ext_serializable_shards(o.params, shards));
+            serializable_hot.push_back(owned.back().get());
+        }
     }
     if (o.serializable_only) plain.clear();
     bool sql_path = !serializable.empty();  // ext_ser_sql is in every SERIALIZABLE cell

@@ -444,6 +444,13 @@ std::unique_ptr<System> make_ext_serializable_sql(const Params &p) {
     return ext_serializable("ext_ser_sql", "same, SQL path", p, SQL_PATH_SETTING);
 }
 
+std::unique_ptr<System> make_ext_serializable_shards(const Params &p, int shards) {
+    Params sharded = p;
+    sharded.limit = "bench_shards" + std::to_string(shards);
+    return ext_serializable("ext_ser_shards" + std::to_string(shards),
+                            "same, a limit with shards => " + std::to_string(shards), sharded);
+}
+
 void check_access_paths(pqxx::connection &admin, const Params &p) {
     // Index scans counted by this backend and not yet sent to the statistics system (despite the name, not
     // reset at transaction end): the difference across one request is what that request scanned.
@@ -486,7 +493,7 @@ std::string statement_sql(const std::string &id) {
     if (id == "ext" || id == "ext_denied") return EXT_SQL;
     if (id == "ext_sql") return std::string(EXT_SQL) + " (after " + SQL_PATH_SETTING + ")";
     if (id == "ext_record") return EXT_RECORD_SQL;
-    if (id == "ext_ser" || id == "ext_ser_patient" || id == "ext_ser_sql")
+    if (id == "ext_ser" || id == "ext_ser_patient" || id == "ext_ser_sql" || id.rfind("ext_ser_shards", 0) == 0)
         return std::string(have_client_library()
                                ? "Limiter::request(tx, key, limit) inside run_transaction(SERIALIZABLE)"
                                : EXT_SQL) +

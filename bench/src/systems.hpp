@@ -43,6 +43,9 @@ std::unique_ptr<System> make_ext_serializable(const Params &p);
 std::unique_ptr<System> make_ext_serializable_patient(const Params &p);
 // The client library with its default RetryPolicy, on connections that use the SQL path.
 std::unique_ptr<System> make_ext_serializable_sql(const Params &p);
+// The client library with its default RetryPolicy on the limit with `shards` hot-key shards
+// ("bench_shards<N>", bench/sql/setup.sql; 4 or 16), id "ext_ser_shards<N>"; ext_ser is the one-shard case.
+std::unique_ptr<System> make_ext_serializable_shards(const Params &p, int shards);
 
 // The session setting the SQL path's systems send on each connection, and the index scans that tell which
 // path a request took: throws std::runtime_error unless a request with the setting reads the primary key
