@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Server instructions per call, counted by callgrind: a measure of each system's CPU work that the noise
 # of a shared machine cannot move, for judging a change to the extension before a timed run.
-#   bench/instructions.sh [--no-install] [--fillfactor N] [SCRIPT...]
+#   bench/instructions.sh [--no-install] [--fillfactor N] [SCRIPT[:PATH]...]
 #     SCRIPT: names from bench/pgbench/ (default: all of them), e.g. ext seed update
+#     :PATH   run the script with pg_ratelimit.access_path = PATH (direct, sql or auto) on its connection,
+#             e.g. `ext ext:sql seed` counts the direct path, the SQL path and the seed in one run
 #     --fillfactor N   rewrite rate_limit_state with this fillfactor first (ALTER TABLE + VACUUM FULL)
+#     --keep DIR       keep each script's profiles of the two counted runs, DIR/SCRIPT[-PATH].{short,long},
+#                      for callgrind_annotate (--inclusive=yes; the long run did CALLS calls more)
 #     CALLS=5000       calls measured per script (environment)
 # Loads the benchmark's data into a throwaway cluster (the harness's own preload), restarts the server
 # under callgrind (synchronous_commit=off, autovacuum off), and for each script runs pgbench (prepared
@@ -14,11 +18,12 @@
 set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/common.sh"
 
-install=1 fillfactor=
+install=1 fillfactor='' keep=''
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-install) install=0 ;;
         --fillfactor) fillfactor=$2; shift ;;
+        --keep) keep=$(realpath -m "$2"); mkdir -p "$keep"; shift ;;
         -*) die "unknown option $1" ;;
         *) break ;;
     esac
@@ -56,9 +61,29 @@ valgrind_pid=$!
 for _ in $(seq 120); do psql -XAtq -c 'SELECT 1' >/dev/null 2>&1 && break; sleep 1; done
 psql -XAtq -c 'SELECT 1' >/dev/null || { cat "$CLUSTER_DIR/valgrind.log"; die "the server did not start under valgrind"; }
 
+# Checks that requests on a connection with pg_ratelimit.access_path = PATH take that path: the direct path
+# finds rows through the hash index, the SQL path's statements through the primary key (index scans of one
+# rolled-back transaction). An extension without the setting would keep it as a placeholder and count the
+# direct path under the SQL path's name.
+check_access_path() {
+    local scans want
+    # Index scans not yet sent to the statistics system (not reset at transaction end): compared across
+    # one request.
+    scans=$(PGOPTIONS="-c pg_ratelimit.access_path=$1" psql -XAtq -v ON_ERROR_STOP=1 \
+        -c "CREATE TEMP TABLE scans AS SELECT pg_stat_get_xact_numscans('rate_limit_state_lookup'::regclass) AS l,
+                   pg_stat_get_xact_numscans('rate_limit_state_pkey'::regclass) AS p" \
+        -c "BEGIN" -c "SELECT count(*) FROM rate_limit_request('k1', 'bench')" \
+        -c "SELECT pg_stat_get_xact_numscans('rate_limit_state_lookup'::regclass) > l,
+                   pg_stat_get_xact_numscans('rate_limit_state_pkey'::regclass) > p FROM scans" -c "ROLLBACK" \
+        | sed -n 2p)
+    case "$1" in sql) want='f|t' ;; *) want='t|f' ;; esac
+    [ "$scans" = "$want" ] || die "pg_ratelimit.access_path=$1: a request scanned (lookup index, primary key) = ($scans)"
+}
+
 # Runs SCRIPT for N transactions in a new backend; prints that backend's instruction count. pgbench
 # opens more than one connection, and each backend writes its profile only as it exits: wait until the
 # new profiles are complete and no more appear, then take the largest (the one that ran the workload).
+# PGOPTIONS (the caller's) reaches the backend: the access path of SCRIPT:PATH.
 backend_instructions() {
     local before new count last=-1 stable=0
     before=$(ls "$cg")
@@ -77,18 +102,33 @@ backend_instructions() {
         fi
         last=$count
     done
-    for f in $new; do grep -E '^totals:' "$cg/$f" | head -1 | awk '{ print $2 }'; done | sort -n | tail -1
+    # "count file" of the largest
+    for f in $new; do grep -E '^totals:' "$cg/$f" | head -1 | awk -v f="$f" '{ print $2, f }'; done | sort -n | tail -1
 }
 
 log "instructions per call (callgrind, ${calls} calls each)"
-printf '%-14s %12s\n' script instructions
-for s in "${scripts[@]}"; do
+printf '%-18s %12s\n' script instructions
+for arg in "${scripts[@]}"; do
+    s=${arg%%:*} path=
+    [ "$s" != "$arg" ] && path=${arg#*:}
     [ -f "$ROOT/bench/pgbench/$s.sql" ] || die "no script bench/pgbench/$s.sql"
+    options=
+    if [ -n "$path" ]; then
+        case "$path" in direct|sql|auto) ;; *) die "$arg: the access path is direct, sql or auto" ;; esac
+        check_access_path "$path"
+        options="-c pg_ratelimit.access_path=$path"
+    fi
     # Warm-up: the key space's pages reach their steady state (updated, pruned again and again).
-    backend_instructions "$s" 5000 >/dev/null || die "pgbench failed on $s"
-    a=$(backend_instructions "$s" 1000) || die "pgbench failed on $s"
-    b=$(backend_instructions "$s" $(( 1000 + calls ))) || die "pgbench failed on $s"
-    printf '%-14s %12d\n' "$s" $(( (b - a) / calls ))
+    PGOPTIONS=$options backend_instructions "$s" 5000 >/dev/null || die "pgbench failed on $arg"
+    read -r a a_file < <(PGOPTIONS=$options backend_instructions "$s" 1000) && [ -n "$a" ] \
+        || die "pgbench failed on $arg"
+    read -r b b_file < <(PGOPTIONS=$options backend_instructions "$s" $(( 1000 + calls ))) && [ -n "$b" ] \
+        || die "pgbench failed on $arg"
+    if [ -n "$keep" ]; then
+        cp "$cg/$a_file" "$keep/${arg/:/-}.short"
+        cp "$cg/$b_file" "$keep/${arg/:/-}.long"
+    fi
+    printf '%-18s %12d\n' "$arg" $(( (b - a) / calls ))
 done
 
 # Stop the server and let valgrind write its last profiles before the cluster directory goes.

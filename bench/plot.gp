@@ -12,7 +12,7 @@ set datafile separator "\t"
 set datafile commentschars "#"
 
 # run.sh passes the panels and systems present in the data; these are the full run's.
-if (!exists("systems")) systems = "select1 update upsert seed ext ext_denied redis"
+if (!exists("systems")) systems = "select1 update upsert seed ext ext_sql ext_record ext_denied redis"
 if (!exists("panels")) panels = "off-uniform off-hot on-uniform on-hot"
 width = 1.0 / words(panels)
 panel_title(p) = p eq "off-uniform" ? "synchronous_commit=off, uniform keys" : \
@@ -20,10 +20,14 @@ panel_title(p) = p eq "off-uniform" ? "synchronous_commit=off, uniform keys" : \
                  p eq "on-uniform" ? "synchronous_commit=on, uniform keys" : "synchronous_commit=on, one hot key"
 label(s) = s eq "select1" ? "SELECT 1" : s eq "update" ? "UPDATE one row" : \
            s eq "upsert" ? "SQL upsert bucket" : s eq "seed" ? "seed PL/pgSQL" : \
-           s eq "ext" ? "rate_limit_request" : s eq "ext_denied" ? "rate_limit_request (denied)" : \
+           s eq "ext" ? "rate_limit_request" : s eq "ext_sql" ? "rate_limit_request (SQL path)" : \
+           s eq "ext_record" ? "rate_limit_request (scalar)" : \
+           s eq "ext_denied" ? "rate_limit_request (denied)" : \
            s eq "redis" ? "Redis GCRA (EVALSHA)" : s
 color(s) = s eq "select1" ? 0x888888 : s eq "update" ? 0x1f77b4 : s eq "upsert" ? 0x2ca02c : \
-           s eq "seed" ? 0xd62728 : s eq "ext" ? 0x000000 : s eq "ext_denied" ? 0x9467bd : 0xff7f0e
+           s eq "seed" ? 0xd62728 : s eq "ext" ? 0x000000 : s eq "ext_sql" ? 0x8c564b : \
+           s eq "ext_record" ? 0x17becf : \
+           s eq "ext_denied" ? 0x9467bd : 0xff7f0e
 dash(s) = s eq "select1" || s eq "ext_denied" ? 2 : 1
 # NaN for the rows of other series: only the selected (panel, system) rows are plotted.
 pick(p, s, col) = (strcol(1) eq p && strcol(2) eq s) ? column(col) : NaN

@@ -2,6 +2,12 @@
 # The benchmark in one command:
 #   bench/run.sh --quick        routine check, under 2 minutes
 #   bench/run.sh                full run (about 30 minutes on 2 cores)
+#   bench/run.sh --shards-and-paths
+#                               the cells of hot-key shards and access paths (about 10 minutes): the default
+#                               cell (sync off, uniform keys, 2 clients) with the seed, the direct and the SQL
+#                               path; SERIALIZABLE at 8 clients on the hot key (limits with 1, 4 and 16
+#                               shards), on uniform keys and on new keys; then the hot key through pgbench
+#                               --max-tries (bench/pgbench_shards.sh). Full protocol (30 rounds of 0.5 s).
 # Installs missing Debian packages, builds and installs the extension, builds the harness (CMake),
 # starts a throwaway PostgreSQL 15 and a throwaway Redis, measures, stops both, and writes
 # bench/results/<mode>/{report.md,results.csv,results.json,plot.png}.
@@ -9,21 +15,27 @@
 # Options of this script (everything else goes to the harness: see `build-bench/bench/pg_ratelimit_bench --help`):
 #   --no-install    benchmark the pg_ratelimit installed in the system's PostgreSQL 15 (no build)
 #   --no-redis      do not start Redis (the GCRA reference is then missing from the report)
-#   --out DIR       results directory (default bench/results/quick or bench/results/full)
+#   --out DIR       results directory (default bench/results/MODE: quick, full or shards-and-paths)
+# Environment: PGBENCH_SHARDS_ROUNDS (5) and PGBENCH_SHARDS_SECONDS (4) for bench/pgbench_shards.sh.
 # Works as root (the server then runs as the postgres user) and as a normal user (sudo for apt).
 set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/common.sh"
 
-mode=full install=1 redis=1 out=
+mode=full install=1 redis=1 out='' pgbench_shards=0
 command="bench/run.sh${*:+ $*}"
 harness_args=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) mode=quick; harness_args+=(--quick) ;;
+        --shards-and-paths)
+            mode=shards-and-paths pgbench_shards=1 redis=0
+            # shellcheck disable=SC2054  # the commas are the harness's list syntax
+            harness_args+=(--sync off --clients 2 --keys-dist uniform --systems 'select1,seed,ext,ext_sql'
+                           --no-extra-cell --serializable-clients 8 --serializable-keys hot,uniform,new) ;;
         --no-install) install=0 ;;
         --no-redis) redis=0 ;;
         --out) out=$2; shift ;;
-        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         *) harness_args+=("$1") ;;
     esac
     shift
@@ -69,6 +81,10 @@ git -C "$ROOT" diff --quiet HEAD -- extension 2>/dev/null || commit="$commit (ex
 log "measuring ($mode)"
 "$BENCH" "${harness_args[@]}" "${redis_args[@]}" --out "$out" --source-dir "$ROOT/bench" \
     --meta "command=$command" --meta "commit=$commit"
+if [ "$pgbench_shards" = 1 ]; then
+    log "the SERIALIZABLE hot key through pgbench --max-tries=1000 (shards 1, 4, 16)"
+    "$ROOT/bench/pgbench_shards.sh" "$out" "${PGBENCH_SHARDS_ROUNDS:-5}" "${PGBENCH_SHARDS_SECONDS:-4}"
+fi
 
 stop_redis
 stop_cluster

@@ -5,7 +5,8 @@ CREATE EXTENSION IF NOT EXISTS pg_ratelimit;
 DROP TABLE IF EXISTS bench_update, bench_bucket;
 DROP FUNCTION IF EXISTS rate_limiting_token_bucket_request(text, int, int);
 DROP TABLE IF EXISTS rate_limiting_token_bucket;
-SELECT rate_limit_drop(name) FROM rate_limit_config WHERE name IN ('bench', 'bench_deny');
+SELECT rate_limit_drop(name) FROM rate_limit_config
+ WHERE name IN ('bench', 'bench_deny', 'bench_shards4', 'bench_shards16');
 
 -- The floor for a durable per-key write: one plain UPDATE of one indexed row. The reference tables use
 -- what the extension's state table uses ("C" collation, fillfactor 80 for HOT updates), so that they
@@ -27,3 +28,9 @@ CREATE TABLE bench_bucket (
 -- key's single unit is taken by the preload, and refills once a century: a denial writes nothing).
 SELECT rate_limit_define('bench', rate => 1e9, period => '1 second');
 SELECT rate_limit_define('bench_deny', rate => 1, period => '36500 days', capacity => 1);
+
+-- The hot key's limits with hot-key shards (the SERIALIZABLE hot-key cell and bench/pgbench_shards.sh):
+-- the same generosity as 'bench' (every request admitted), the key's allowance split over 4 and 16 rows,
+-- so that concurrent callers of one key write different rows. 'bench' itself is the one-shard case.
+SELECT rate_limit_define('bench_shards4', rate => 1e9, period => '1 second', shards => 4);
+SELECT rate_limit_define('bench_shards16', rate => 1e9, period => '1 second', shards => 16);

@@ -12,10 +12,22 @@ namespace bench {
 
 using Clock = std::chrono::steady_clock;
 
-enum class Dist { uniform, hot };
+// Which key each call uses: uniform over the preloaded keys, always the first one (the hot key), or one no
+// call has used before (every call creates its key's row).
+enum class Dist { uniform, hot, fresh };
 enum class Isolation { autocommit, serializable };
 
-inline const char *dist_name(Dist d) { return d == Dist::uniform ? "uniform" : "hot"; }
+inline const char *dist_name(Dist d) {
+    switch (d) {
+        case Dist::uniform:
+            return "uniform";
+        case Dist::hot:
+            return "hot";
+        case Dist::fresh:
+            return "new";
+    }
+    return "?";
+}
 
 // One configuration cell: every system in it is measured under the same conditions, in rotating
 // order, several rounds, so that drift of a noisy machine hits all of them alike.

@@ -2,11 +2,11 @@
 //
 //   pg_ratelimit_bench [--quick] [options]        (bench/run.sh starts the servers and calls this)
 //
-// For each configuration cell (synchronous_commit x key distribution x clients, plus the hot key under
-// SERIALIZABLE), every system runs in rotating order for several rounds, each a time-boxed run (warm-up,
-// then a measured window) with one thread and one connection per client. Figures are medians over the
-// rounds, and ratios pair the systems' runs of the same round, so that drift of a noisy machine hits
-// every system alike. Writes results.{csv,json}, report.md and plot.tsv into --out.
+// For each configuration cell (synchronous_commit x key distribution x clients, plus SERIALIZABLE cells at
+// 8 clients: the hot key, keys uniform over the preloaded ones, a new key for every call), every system runs in
+// rotating order for several rounds, each a time-boxed run (warm-up, then a measured window) with one thread and one
+// connection per client. Figures are medians over the rounds, and ratios pair the systems' runs of the same round, so
+// that drift of a noisy machine hits every system alike. Writes results.{csv,json}, report.md and plot.tsv into --out.
 #include <sys/utsname.h>
 
 #include <algorithm>
@@ -43,8 +43,13 @@ struct Options {
     std::vector<int> clients{1, 2, 8};
     std::vector<bool> syncs{false, true};
     std::vector<Dist> dists{Dist::uniform, Dist::hot};
-    std::vector<std::string> systems{"select1", "update", "upsert", "seed", "ext", "ext_record", "ext_denied", "redis"};
+    std::vector<std::string> systems{"select1", "update",     "upsert",     "seed", "ext",
+                                     "ext_sql", "ext_record", "ext_denied", "redis"};
     int serializable_clients = 8;  // 0: no SERIALIZABLE cell
+    // The SERIALIZABLE cells' keys: the hot key measures the retries of true conflicts; uniform keys and new
+    // keys, where no two calls touch the same row, measure false ones (predicate locks coarser than a row).
+    std::vector<Dist> serializable_dists{Dist::hot, Dist::uniform, Dist::fresh};
+    bool serializable_only = false;
     int keys = 100000;
     // One more cell (synchronous_commit=off, uniform keys, 2 clients) with this server setting: on
     // PostgreSQL 15 every async commit wakes the WAL writer (a signal and a context switch) unless it
@@ -52,6 +57,9 @@ struct Options {
     std::string extra_setting = "wal_writer_flush_after=0";
     std::string redis;  // socket path or host:port; empty: no Redis
     std::string out = "bench/results/latest";
+    // Statements run after the keys are loaded, before VACUUM ANALYZE (e.g. an index rebuilt with another
+    // fillfactor, to see what an index's page size does to SERIALIZABLE conflicts).
+    std::vector<std::string> after_load;
     std::string source_dir = BENCH_SOURCE_DIR;
     Params params;
     Meta extra_meta;
@@ -69,9 +77,13 @@ struct Options {
   --clients LIST          client counts (1,2,8)
   --sync LIST             synchronous_commit settings (off,on)
   --keys-dist LIST        key distributions (uniform,hot)
-  --systems LIST          select1,update,upsert,seed,ext,ext_record,ext_denied,redis (all of these);
-                          ext_record is the call in the seed's form, as a scalar: SELECT rate_limit_request($1, $2)
-  --serializable-clients N  clients of the SERIALIZABLE hot-key cell (8; 0: none)
+  --systems LIST          select1,update,upsert,seed,ext,ext_sql,ext_record,ext_denied,redis (all of these);
+                          ext_sql is ext on connections with pg_ratelimit.access_path = sql; ext_record is
+                          the call in the seed's form, as a scalar: SELECT rate_limit_request($1, $2)
+  --serializable-clients N  clients of the SERIALIZABLE cells (8; 0: none)
+  --serializable-keys LIST  their keys: hot,uniform,new (all three); new: a key no call has used, every call
+                          creates a row; the hot key's cell also runs limits with 4 and 16 hot-key shards
+  --serializable-only     only the SERIALIZABLE cells (with SELECT 1 as the round-trip reference)
   --extra-cell NAME=VALUE one more cell (sync off, uniform, 2 clients) with this server setting
                           (wal_writer_flush_after=0)
   --no-extra-cell         no such cell
@@ -81,6 +93,7 @@ struct Options {
   --retry-max-attempts N  client library retry policy for SERIALIZABLE (library default)
   --retry-max-elapsed-ms N
   --out DIR               where results go (bench/results/latest)
+  --after-load SQL        run SQL after the keys are loaded, before VACUUM ANALYZE (repeatable)
   --source-dir DIR        the bench/ directory (sql/, gcra.lua)
   --meta KEY=VALUE        recorded in the results (repeatable)
   --self-test             check the statistics code and exit
@@ -155,6 +168,14 @@ Options parse(int argc, char **argv) {
             o.systems = split(value());
         } else if (arg == "--serializable-clients") {
             o.serializable_clients = to_int(value(), "--serializable-clients");
+        } else if (arg == "--serializable-keys") {
+            o.serializable_dists.clear();
+            for (const auto &d : split(value())) {
+                if (d != "uniform" && d != "hot" && d != "new") usage("--serializable-keys takes hot, uniform, new");
+                o.serializable_dists.push_back(d == "uniform" ? Dist::uniform : d == "hot" ? Dist::hot : Dist::fresh);
+            }
+        } else if (arg == "--serializable-only") {
+            o.serializable_only = true;
         } else if (arg == "--extra-cell") {
             o.extra_setting = value();
             if (o.extra_setting.find('=') == std::string::npos) usage("--extra-cell takes NAME=VALUE");
@@ -172,6 +193,8 @@ Options parse(int argc, char **argv) {
             o.params.retry_max_elapsed_ms = to_int(value(), "--retry-max-elapsed-ms");
         } else if (arg == "--out") {
             o.out = value();
+        } else if (arg == "--after-load") {
+            o.after_load.push_back(value());
         } else if (arg == "--source-dir") {
             o.source_dir = value();
         } else if (arg == "--meta") {
@@ -186,10 +209,12 @@ Options parse(int argc, char **argv) {
         }
     }
     for (const auto &s : o.systems)
-        if (s != "select1" && s != "update" && s != "upsert" && s != "seed" && s != "ext" && s != "ext_denied" &&
-            s != "ext_record" && s != "redis")
+        if (s != "select1" && s != "update" && s != "upsert" && s != "seed" && s != "ext" && s != "ext_sql" &&
+            s != "ext_denied" && s != "ext_record" && s != "redis")
             usage("unknown system " + s);
     if (o.redis.empty()) o.systems.erase(std::remove(o.systems.begin(), o.systems.end(), "redis"), o.systems.end());
+    if (o.serializable_only && (o.serializable_clients == 0 || o.serializable_dists.empty()))
+        usage("--serializable-only needs SERIALIZABLE cells");
     return o;
 }
 
@@ -266,10 +291,21 @@ void prepare_database(pqxx::connection &admin, const Options &o) {
             tx.exec("SELECT count(*) FROM generate_series(0, " + n + " - 1) g, rate_limit_request('k' || g, " +
                     tx.quote(limit) + ") r WHERE r.allowed");
     });
+    for (const std::string &sql : o.after_load) step(sql, [&] { tx.exec(sql); });
     step("VACUUM ANALYZE, CHECKPOINT", [&] {
         tx.exec("VACUUM ANALYZE bench_update, bench_bucket, rate_limiting_token_bucket, rate_limit_state");
         tx.exec("CHECKPOINT");
     });
+}
+
+// After a cell with a new key for every call: the rows those calls created go, so that the table and its
+// indexes are back to the preloaded keys for the cells that follow (new keys have 19 digits, preloaded ones
+// at most 5).
+void remove_new_keys(pqxx::connection &admin) {
+    pqxx::nontransaction tx(admin);
+    tx.exec0("DELETE FROM rate_limit_state WHERE length(key) = 20");
+    tx.exec0("DELETE FROM rate_limiting_token_bucket WHERE length(id) = 20");
+    tx.exec0("VACUUM rate_limit_state, rate_limiting_token_bucket");
 }
 
 // Server settings are changed as an operator would (ALTER SYSTEM + reload); new backends must see the
@@ -341,6 +377,7 @@ Meta collect_meta(pqxx::connection &admin, const Options &o, const std::string &
     meta.emplace_back("client library", have_client_library()
                                             ? "pg_ratelimit::run_transaction (client/)"
                                             : "NOT BUILT: a local stand-in retry loop was used for SERIALIZABLE");
+    for (const std::string &sql : o.after_load) meta.emplace_back("after the load", sql);
     std::ostringstream plan;
     plan << o.rounds << " rounds per cell, each run " << o.warmup << " s warm-up + " << o.seconds
          << " s measured, systems in rotating order; " << o.keys << " keys";
@@ -482,29 +519,46 @@ int run(int argc, char **argv) {
 
     std::vector<std::unique_ptr<System>> owned;
     std::vector<System *> plain;
-    for (const auto &id : o.systems) {
+    for (const auto &id : o.serializable_only ? std::vector<std::string>{"select1"} : o.systems) {
         if (id == "select1") owned.push_back(make_select1(o.params));
         if (id == "update") owned.push_back(make_update_floor(o.params));
         if (id == "upsert") owned.push_back(make_upsert(o.params));
         if (id == "seed") owned.push_back(make_seed(o.params));
         if (id == "ext") owned.push_back(make_ext(o.params));
+        if (id == "ext_sql") owned.push_back(make_ext_sql(o.params));
         if (id == "ext_denied") owned.push_back(make_ext_denied(o.params));
         if (id == "ext_record") owned.push_back(make_ext_record(o.params));
         if (id == "redis") owned.push_back(make_redis_gcra(o.redis, redis_sha, EMISSION_US, BURST));
         plain.push_back(owned.back().get());
     }
-    std::vector<System *> serializable;
-    if (o.serializable_clients > 0) {
-        // SELECT 1 (autocommit) stays in the cell as the round-trip reference.
+    // The SERIALIZABLE cells: the seed's function and the extension on both access paths, each through the
+    // same retry helper; on the hot key also the library's example policy for hot keys, and limits with
+    // hot-key shards.
+    std::vector<System *> serializable, serializable_hot;
+    if (o.serializable_clients > 0 && !o.serializable_dists.empty()) {
+        // SELECT 1 (autocommit) stays in the cells as the round-trip reference.
         for (System *s : plain)
             if (s->id() == "select1") serializable.push_back(s);
-        owned.push_back(make_seed_serializable(o.params));
-        serializable.push_back(owned.back().get());
-        owned.push_back(make_ext_serializable(o.params));
-        serializable.push_back(owned.back().get());
+        for (const auto &make : {make_seed_serializable, make_ext_serializable, make_ext_serializable_sql}) {
+            owned.push_back(make(o.params));
+            serializable.push_back(owned.back().get());
+        }
+        serializable_hot = serializable;
         owned.push_back(make_ext_serializable_patient(o.params));
-        serializable.push_back(owned.back().get());
+        serializable_hot.push_back(owned.back().get());
+        // Hot-key shards: the same calls on limits whose keys are split over 4 and 16 rows, against ext_ser's
+        // one row (the target: 16 shards, 10x fewer retried calls and 3x the throughput of one).
+        for (const int shards : {4, 16}) {
+            owned.push_back(make_ext_serializable_shards(o.params, shards));
+            serializable_hot.push_back(owned.back().get());
+        }
     }
+    if (o.serializable_only) plain.clear();
+    bool sql_path = !serializable.empty();  // ext_ser_sql is in every SERIALIZABLE cell
+    for (const System *s : plain) sql_path = sql_path || s->id() == "ext_sql";
+    if (sql_path)
+        step("checking that pg_ratelimit.access_path = sql takes the SQL path",
+             [&] { check_access_paths(admin, o.params); });
 
     std::vector<std::pair<bool, std::vector<CellPlan>>> groups;  // per synchronous_commit setting
     int total = 0;
@@ -514,7 +568,9 @@ int run(int argc, char **argv) {
             for (Dist d : o.dists)
                 for (int c : o.clients) plans.push_back({Cell{sync, d, c, Isolation::autocommit, ""}, plain});
         if (!serializable.empty())
-            plans.push_back({Cell{sync, Dist::hot, o.serializable_clients, Isolation::serializable, ""}, serializable});
+            for (Dist d : o.serializable_dists)
+                plans.push_back({Cell{sync, d, o.serializable_clients, Isolation::serializable, ""},
+                                 d == Dist::hot ? serializable_hot : serializable});
         if (!sync && !o.extra_setting.empty() && !plain.empty())
             plans.push_back({Cell{sync, Dist::uniform, 2, Isolation::autocommit, o.extra_setting}, plain});
         total += static_cast<int>(plans.size());
@@ -524,9 +580,14 @@ int run(int argc, char **argv) {
     // Each system's first pass over its keys after the load's CHECKPOINT costs more than the steady
     // state (full-page images in the WAL, first pruning of every page, hint bits): pay it here,
     // unmeasured, rather than in whichever cells come first.
-    if (o.settle > 0 && !plain.empty())
+    // (Only SERIALIZABLE cells: their systems settle the same tables.)
+    std::vector<System *> settlers = plain;
+    if (settlers.empty())
+        for (System *s : serializable)
+            if (s->id() != "select1") settlers.push_back(s);
+    if (o.settle > 0 && !settlers.empty())
         step("settling: every system " + std::to_string(o.settle).substr(0, 4) + " s on uniform keys, unmeasured", [&] {
-            for (System *s : plain) {
+            for (System *s : settlers) {
                 std::vector<std::unique_ptr<Worker>> workers;
                 workers.reserve(2);
                 for (int c = 0; c < 2; ++c) workers.push_back(s->connect());
@@ -544,6 +605,7 @@ int run(int argc, char **argv) {
             if (!name.empty()) set_server_setting(admin, o, name, value);
             cells.push_back(run_cell(plan, o, keys, ++index, total));
             if (!name.empty()) set_server_setting(admin, o, name, "");
+            if (plan.cell.dist == Dist::fresh) remove_new_keys(admin);
         }
     }
     set_server_setting(admin, o, "synchronous_commit", "");

@@ -21,6 +21,16 @@ struct Rng {
     }
 };
 
+// A key that no call has used: "k" and 19 random digits. It sorts among the preloaded keys ("k0" to
+// "k99999"), so new keys land on every page of an index ordered by key rather than piling up at one end,
+// and it can never be one of them (they have at most 5 digits). Two calls drawing the same 64 random bits
+// are as likely as a hash collision of a 64-bit hash.
+void new_key(Rng &rng, std::string &out) {
+    constexpr std::uint64_t smallest = 1000000000000000000ull;  // 10^18, the least 19-digit number
+    constexpr std::uint64_t span = 9 * smallest;                // 10^18 .. 10^19 - 1
+    out = "k" + std::to_string(smallest + rng.next() % span);
+}
+
 struct ThreadResult {
     std::vector<std::int64_t> latencies_ns;
     Counters counters;
@@ -32,9 +42,13 @@ void client_loop(Worker &worker, const std::vector<std::string> &keys, Dist dist
     Rng rng(seed);
     out.latencies_ns.reserve(1 << 16);
     Counters discard;  // warm-up calls count nothing
+    std::string fresh;
     std::this_thread::sleep_until(begin);
     for (;;) {
-        const std::string &key = dist == Dist::hot ? keys[0] : keys[rng.next() % keys.size()];
+        if (dist == Dist::fresh) new_key(rng, fresh);
+        const std::string &key = dist == Dist::hot     ? keys[0]
+                                 : dist == Dist::fresh ? fresh
+                                                       : keys[rng.next() % keys.size()];
         const Clock::time_point t0 = Clock::now();
         if (t0 >= measure_to) break;
         const bool measured = t0 >= measure_from;

@@ -40,6 +40,16 @@ constexpr const char *EXT_SQL = "SELECT * FROM rate_limit_request($1, $2)";
 // FunctionScan (which materialises the function's result in a tuplestore).
 constexpr const char *EXT_RECORD_SQL = "SELECT rate_limit_request($1, $2)";
 
+// Starts a new connection's session, before any transaction object holds it: names it after its system
+// ("bench:ID" in pg_stat_activity.application_name and in the server log's %a, which is how
+// bench/serializable_conflicts.sh attributes predicate locks and errors), then runs the system's session
+// setting (e.g. SQL_PATH_SETTING; nullptr: none). Session-level settings stay for the connection's life.
+void start_session(pqxx::connection &conn, const std::string &system_id, const char *setting) {
+    pqxx::nontransaction tx(conn);
+    tx.exec0("SET application_name = " + tx.quote("bench:" + system_id));
+    if (setting != nullptr) tx.exec0(setting);
+}
+
 // --- autocommit PostgreSQL systems -------------------------------------------------------------------
 
 using Exec = std::function<pqxx::result(pqxx::transaction_base &, const std::string &key)>;
@@ -49,8 +59,10 @@ using Admitted = std::function<bool(const pqxx::result &)>;
 // call is its own (autocommitted) transaction and costs exactly one round trip.
 class PgWorker : public Worker {
   public:
-    PgWorker(const std::string &conninfo, const char *sql, const Exec &exec, const Admitted &admitted)
+    PgWorker(const std::string &conninfo, const std::string &system_id, const char *session, const char *sql,
+             const Exec &exec, const Admitted &admitted)
         : conn_(conninfo), exec_(exec), admitted_(admitted) {
+        start_session(conn_, system_id, session);
         conn_.prepare("q", sql);
         tx_.emplace(conn_);
     }
@@ -72,16 +84,21 @@ class PgWorker : public Worker {
 
 class PgSystem : public System {
   public:
-    PgSystem(std::string id, std::string label, std::string conninfo, const char *sql, Exec exec, Admitted admitted)
+    PgSystem(std::string id, std::string label, std::string conninfo, const char *sql, Exec exec, Admitted admitted,
+             const char *session = nullptr)
         : System(std::move(id), std::move(label)),
           conninfo_(std::move(conninfo)),
+          session_(session),
           sql_(sql),
           exec_(std::move(exec)),
           admitted_(std::move(admitted)) {}
-    std::unique_ptr<Worker> connect() override { return std::make_unique<PgWorker>(conninfo_, sql_, exec_, admitted_); }
+    std::unique_ptr<Worker> connect() override {
+        return std::make_unique<PgWorker>(conninfo_, id(), session_, sql_, exec_, admitted_);
+    }
 
   private:
     std::string conninfo_;
+    const char *session_;
     const char *sql_;
     Exec exec_;
     Admitted admitted_;
@@ -158,8 +175,10 @@ using TxBody = std::function<bool(pqxx::work &, const std::string &key)>;  // re
 
 class SerializableWorker : public Worker {
   public:
-    SerializableWorker(const std::string &conninfo, const char *prepare_sql, const TxBody &body, RetryPolicyT policy)
+    SerializableWorker(const std::string &conninfo, const std::string &system_id, const char *session,
+                       const char *prepare_sql, const TxBody &body, RetryPolicyT policy)
         : conn_(conninfo), body_(body), policy_(std::move(policy)) {
+        start_session(conn_, system_id, session);
         if (prepare_sql != nullptr) conn_.prepare("q", prepare_sql);
         // Counts every retry the helper makes, attributed to the call in progress.
         policy_.on_retry = [this](const RetryEventT &event) {
@@ -204,18 +223,21 @@ class SerializableWorker : public Worker {
 
 class SerializableSystem : public System {
   public:
-    SerializableSystem(std::string id, std::string label, const Params &p, const char *prepare_sql, TxBody body)
+    SerializableSystem(std::string id, std::string label, const Params &p, const char *prepare_sql, TxBody body,
+                       const char *session = nullptr)
         : System(std::move(id), std::move(label)),
           conninfo_(p.conninfo),
+          session_(session),
           prepare_sql_(prepare_sql),
           body_(std::move(body)),
           policy_(make_policy(p)) {}
     std::unique_ptr<Worker> connect() override {
-        return std::make_unique<SerializableWorker>(conninfo_, prepare_sql_, body_, policy_);
+        return std::make_unique<SerializableWorker>(conninfo_, id(), session_, prepare_sql_, body_, policy_);
     }
 
   private:
     std::string conninfo_;
+    const char *session_;
     const char *prepare_sql_;
     TxBody body_;
     RetryPolicyT policy_;
@@ -224,21 +246,28 @@ class SerializableSystem : public System {
 #ifdef BENCH_HAVE_CLIENT
 // The in-transaction call goes through the Limiter (thread-safe; those calls use the caller's
 // transaction and connection, not the Limiter's pool, which stays at one idle connection).
-std::unique_ptr<System> ext_serializable(std::string id, std::string label, const Params &p) {
+// `session`: the setting each worker's connection runs first (the access path), nullptr for none.
+std::unique_ptr<System> ext_serializable(std::string id, std::string label, const Params &p,
+                                         const char *session = nullptr) {
     client::Options options;
     options.pool_size = 1;
     auto limiter = std::make_shared<client::Limiter>(p.conninfo, options);
-    return std::make_unique<SerializableSystem>(std::move(id), std::move(label), p, nullptr,
-                                                [limiter, limit = p.limit](pqxx::work &tx, const std::string &key) {
-                                                    return limiter->request(tx, key, limit).allowed;
-                                                });
+    return std::make_unique<SerializableSystem>(
+        std::move(id), std::move(label), p, nullptr,
+        [limiter, limit = p.limit](pqxx::work &tx, const std::string &key) {
+            return limiter->request(tx, key, limit).allowed;
+        },
+        session);
 }
 #else
-std::unique_ptr<System> ext_serializable(std::string id, std::string label, const Params &p) {
-    return std::make_unique<SerializableSystem>(std::move(id), std::move(label) + " [LOCAL retry loop]", p, EXT_SQL,
-                                                [limit = p.limit](pqxx::work &tx, const std::string &key) {
-                                                    return first_is_true(tx.exec_prepared("q", key, limit));
-                                                });
+std::unique_ptr<System> ext_serializable(std::string id, std::string label, const Params &p,
+                                         const char *session = nullptr) {
+    return std::make_unique<SerializableSystem>(
+        std::move(id), std::move(label) + " [LOCAL retry loop]", p, EXT_SQL,
+        [limit = p.limit](pqxx::work &tx, const std::string &key) {
+            return first_is_true(tx.exec_prepared("q", key, limit));
+        },
+        session);
 }
 #endif
 
@@ -364,6 +393,15 @@ std::unique_ptr<System> make_ext(const Params &p) {
         first_is_true);
 }
 
+std::unique_ptr<System> make_ext_sql(const Params &p) {
+    return std::make_unique<PgSystem>(
+        "ext_sql", "rate_limit_request (table), SQL path", p.conninfo, EXT_SQL,
+        [limit = p.limit](pqxx::transaction_base &tx, const std::string &key) {
+            return tx.exec_prepared("q", key, limit);
+        },
+        first_is_true, SQL_PATH_SETTING);
+}
+
 std::unique_ptr<System> make_ext_record(const Params &p) {
     return std::make_unique<PgSystem>(
         "ext_record", "rate_limit_request as a scalar", p.conninfo, EXT_RECORD_SQL,
@@ -402,6 +440,43 @@ std::unique_ptr<System> make_ext_serializable_patient(const Params &p) {
     return ext_serializable("ext_ser_patient", "same, max_attempts=100, max_elapsed=30 s", patient);
 }
 
+std::unique_ptr<System> make_ext_serializable_sql(const Params &p) {
+    return ext_serializable("ext_ser_sql", "same, SQL path", p, SQL_PATH_SETTING);
+}
+
+std::unique_ptr<System> make_ext_serializable_shards(const Params &p, int shards) {
+    Params sharded = p;
+    sharded.limit = "bench_shards" + std::to_string(shards);
+    return ext_serializable("ext_ser_shards" + std::to_string(shards),
+                            "same, a limit with shards => " + std::to_string(shards), sharded);
+}
+
+void check_access_paths(pqxx::connection &admin, const Params &p) {
+    // Index scans counted by this backend and not yet sent to the statistics system (despite the name, not
+    // reset at transaction end): the difference across one request is what that request scanned.
+    const char *scans_sql =
+        "SELECT pg_stat_get_xact_numscans('rate_limit_state_lookup'::regclass),"
+        " pg_stat_get_xact_numscans('rate_limit_state_pkey'::regclass)";
+    for (const bool sql : {false, true}) {
+        pqxx::work tx(admin);
+        tx.exec0(std::string("SET LOCAL pg_ratelimit.access_path = ") + (sql ? "sql" : "direct"));
+        const pqxx::row before = tx.exec1(scans_sql);
+        tx.exec("SELECT * FROM rate_limit_request('k1', " + tx.quote(p.limit) + ")");
+        // The direct path finds the row through the hash index, the SQL path's statements go through the
+        // primary key (the extension keeps their plans off sequential scans).
+        const pqxx::row after = tx.exec1(scans_sql);
+        const long lookup = after[0].as<long>() - before[0].as<long>();
+        const long primary = after[1].as<long>() - before[1].as<long>();
+        tx.abort();
+        const bool as_expected = sql ? lookup == 0 && primary > 0 : lookup > 0 && primary == 0;
+        if (!as_expected)
+            throw std::runtime_error(std::string("pg_ratelimit.access_path = ") + (sql ? "sql" : "direct") +
+                                     ": a request scanned the lookup index " + std::to_string(lookup) +
+                                     " times and the primary key " + std::to_string(primary) +
+                                     " times; is the installed extension one with both access paths?");
+    }
+}
+
 bool have_client_library() {
 #ifdef BENCH_HAVE_CLIENT
     return true;
@@ -416,10 +491,13 @@ std::string statement_sql(const std::string &id) {
     if (id == "upsert") return UPSERT_SQL;
     if (id == "seed" || id == "seed_ser") return SEED_SQL;
     if (id == "ext" || id == "ext_denied") return EXT_SQL;
+    if (id == "ext_sql") return std::string(EXT_SQL) + " (after " + SQL_PATH_SETTING + ")";
     if (id == "ext_record") return EXT_RECORD_SQL;
-    if (id == "ext_ser" || id == "ext_ser_patient")
-        return have_client_library() ? "Limiter::request(tx, key, limit) inside run_transaction(SERIALIZABLE)"
-                                     : EXT_SQL;
+    if (id == "ext_ser" || id == "ext_ser_patient" || id == "ext_ser_sql" || id.rfind("ext_ser_shards", 0) == 0)
+        return std::string(have_client_library()
+                               ? "Limiter::request(tx, key, limit) inside run_transaction(SERIALIZABLE)"
+                               : EXT_SQL) +
+               (id == "ext_ser_sql" ? std::string(" (after ") + SQL_PATH_SETTING + ")" : "");
     if (id == "redis") return "EVALSHA <gcra.lua> 1 key emission_us burst 1";
     return "";
 }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <pqxx/pqxx>
 #include <string>
 
 #include "bench.hpp"
@@ -29,6 +30,10 @@ std::unique_ptr<System> make_update_floor(const Params &p);
 std::unique_ptr<System> make_upsert(const Params &p);
 std::unique_ptr<System> make_seed(const Params &p);
 std::unique_ptr<System> make_ext(const Params &p);
+// The same statement on connections that set pg_ratelimit.access_path = sql: the extension reads and writes
+// its rows with prepared SQL through SPI (the path for YugabyteDB and non-heap tables) instead of the index
+// and heap calls of the default (direct) path.
+std::unique_ptr<System> make_ext_sql(const Params &p);
 std::unique_ptr<System> make_ext_denied(const Params &p);
 std::unique_ptr<System> make_ext_record(const Params &p);  // optional: SELECT rate_limit_request(...)
 std::unique_ptr<System> make_seed_serializable(const Params &p);
@@ -36,6 +41,19 @@ std::unique_ptr<System> make_seed_serializable(const Params &p);
 // policy of the library's own example for a hot key (max_attempts 100, max_elapsed 30 s).
 std::unique_ptr<System> make_ext_serializable(const Params &p);
 std::unique_ptr<System> make_ext_serializable_patient(const Params &p);
+// The client library with its default RetryPolicy, on connections that use the SQL path.
+std::unique_ptr<System> make_ext_serializable_sql(const Params &p);
+// The client library with its default RetryPolicy on the limit with `shards` hot-key shards
+// ("bench_shards<N>", bench/sql/setup.sql; 4 or 16), id "ext_ser_shards<N>"; ext_ser is the one-shard case.
+std::unique_ptr<System> make_ext_serializable_shards(const Params &p, int shards);
+
+// The session setting the SQL path's systems send on each connection, and the index scans that tell which
+// path a request took: throws std::runtime_error unless a request with the setting reads the primary key
+// and not the lookup index, and one without it the other way round (an extension that does not know the
+// setting would keep it as a placeholder and silently take the direct path). Runs in a transaction that it
+// rolls back; needs the limit `p.limit` and its preloaded key "k1".
+constexpr const char *SQL_PATH_SETTING = "SET pg_ratelimit.access_path = sql";
+void check_access_paths(pqxx::connection &admin, const Params &p);
 
 // Whether the client library was part of the build (otherwise the SERIALIZABLE scenario uses a local
 // stand-in for run_transaction, and says so in the results).
