@@ -115,7 +115,9 @@ MemoryIdentity memory_identity_from_digest(const char *limit, std::size_t limit_
 }
 
 void memory_identity_rehash(MemoryIdentity *identity, std::uint64_t seed) noexcept {
-    identity->hash = identity_hash(identity->digest, identity->bytes, identity->length, seed);
+    // A length read from a damaged file must not read beyond the bytes (restore refuses such identities).
+    const std::size_t length = identity->length < MEMORY_IDENTITY_BYTES ? identity->length : MEMORY_IDENTITY_BYTES;
+    identity->hash = identity_hash(identity->digest, identity->bytes, length, seed);
 }
 
 bool memory_identity_valid(const MemoryIdentity &identity) noexcept {
@@ -136,7 +138,8 @@ bool memory_identity_valid(const MemoryIdentity &identity) noexcept {
 }
 
 bool memory_identity_equal(const MemoryIdentity &a, const MemoryIdentity &b) noexcept {
-    return a.digest == b.digest && a.length == b.length && std::memcmp(a.bytes, b.bytes, a.length) == 0;
+    return a.digest == b.digest && a.length == b.length && a.length <= MEMORY_IDENTITY_BYTES &&
+           std::memcmp(a.bytes, b.bytes, a.length) == 0;
 }
 
 }  // namespace pg_ratelimit::core

@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/memory_table.hpp"
@@ -200,7 +201,7 @@ TEST(MemoryTable, CollidingHomesAcrossTheWrap) {
     CheckPartition(mixed, 0);
 }
 
-// Thousands of random inserts, removals, finds, purges and sweeps, with hashes piled onto a few homes
+// Thousands of random inserts, removals, finds, evictions, purges and sweeps, with hashes piled onto a few homes
 // (and across the wrap), checked against a std::map after every operation.
 TEST(MemoryTable, RandomOperationsAgainstAModel) {
     constexpr int kKeys = 300;
@@ -215,11 +216,12 @@ TEST(MemoryTable, RandomOperationsAgainstAModel) {
         ids.push_back(Forced(limits[k % 3], k, home));
     }
     struct Expected {
-        double value;
+        double value;  // also its last_used: the op that inserted it
         Micros full_at;
     };
     std::map<int, Expected> model;
     int checked = 0;
+    int evictions = 0;
     for (int op = 0; op < 20000; ++op) {
         const int k = static_cast<int>(random() % kKeys);
         const int kind = static_cast<int>(random() % 100);
@@ -233,6 +235,7 @@ TEST(MemoryTable, RandomOperationsAgainstAModel) {
                 const Expected expected{static_cast<double>(op), static_cast<Micros>(random() % 20000)};
                 table.entry(0, at.slot).state.value = expected.value;
                 table.entry(0, at.slot).full_at = expected.full_at;
+                ASSERT_EQ(table.entry(0, at.slot).last_used, op);
                 model[k] = expected;
             }
         } else if (kind < 80) {
@@ -242,13 +245,36 @@ TEST(MemoryTable, RandomOperationsAgainstAModel) {
                 table.remove(0, slot);
                 model.erase(k);
             }
-        } else if (kind < 97) {
+        } else if (kind < 96) {
             const int slot = table.find(0, ids[k]);
             ASSERT_EQ(slot >= 0, model.count(k) == 1);
             if (slot >= 0) {
                 ASSERT_EQ(table.entry(0, slot).state.value, model[k].value);
             }
-        } else if (kind < 99) {
+        } else if (kind < 97) {
+            // Eviction: every entry full at now, then the oldest others up to want (last_used unique).
+            const auto now = static_cast<Micros>(random() % 20000);
+            const int want = 1 + static_cast<int>(random() % 12);
+            int full = 0;
+            std::vector<std::pair<double, int>> others;
+            for (auto it = model.begin(); it != model.end();) {
+                if (it->second.full_at <= now) {
+                    it = model.erase(it);
+                    ++full;
+                } else {
+                    others.emplace_back(it->second.value, it->first);
+                    ++it;
+                }
+            }
+            std::sort(others.begin(), others.end());
+            const int not_full = std::min(std::max(want - full, 0), static_cast<int>(others.size()));
+            for (int i = 0; i < not_full; ++i) model.erase(others[static_cast<std::size_t>(i)].second);
+            EvictionCounts counts;
+            ASSERT_EQ(table.evict(0, now, want, &counts), full + not_full);
+            ASSERT_EQ(counts.full, full);
+            ASSERT_EQ(counts.not_full, not_full);
+            evictions += full + not_full;
+        } else if (kind < 98) {
             const std::string &limit = limits[random() % 3];
             int expected = 0;
             for (auto it = model.begin(); it != model.end();) {
@@ -282,7 +308,9 @@ TEST(MemoryTable, RandomOperationsAgainstAModel) {
     }
     EXPECT_EQ(checked, 2000);
     // Sweeps and purges never count as evictions.
-    EXPECT_EQ(table.counters(0).evicted_full + table.counters(0).evicted_not_full, 0U);
+    EXPECT_EQ(table.counters(0).evicted_full + table.counters(0).evicted_not_full,
+              static_cast<std::uint64_t>(evictions));
+    EXPECT_GT(evictions, 100);
 }
 
 TEST(MemoryTable, EvictsFullEntriesFirstThenTheLeastRecentlyUsed) {
