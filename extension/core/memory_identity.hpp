@@ -66,8 +66,8 @@ void memory_identity_rehash(MemoryIdentity *identity, std::uint64_t seed) noexce
 // (The hashes are not checked: the loader recomputes `hash` with memory_identity_rehash.)
 [[nodiscard]] bool memory_identity_valid(const MemoryIdentity &identity) noexcept;
 
-// Same form (inline or digest), same length, same bytes (never equal beyond MEMORY_IDENTITY_BYTES). The hashes are not compared: equal identities
-// under the same seed have equal hashes.
+// Same form (inline or digest), same length, same bytes (a length beyond MEMORY_IDENTITY_BYTES equals
+// nothing). The hashes are not compared: equal identities under the same seed have equal hashes.
 [[nodiscard]] bool memory_identity_equal(const MemoryIdentity &a, const MemoryIdentity &b) noexcept;
 
 // The hash of a limit's name (MemoryIdentity::limit_hash).

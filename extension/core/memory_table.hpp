@@ -18,7 +18,11 @@
 // long as the caller keeps holding the partition's lock, in either mode, and runs none of the exclusive
 // operations itself: the glue may then lock that slot's own lock (its per-slot array, indexed by
 // global_slot()) and read or write the entry's state, last_used, full_at and definition. The identity of
-// an entry is never written outside the exclusive operations.
+// an entry is never written outside the exclusive operations. Slot locks are taken only while holding
+// the partition's lock (shared), never the other way round: so the exclusive holder, who moves and drops
+// entries, can never meet a slot lock held by someone else. A whole entry read under the shared lock
+// alone (for_each, when saving) may see a state half written by a slot-lock holder: save under the
+// exclusive lock, or with no writer left (at shutdown).
 //
 // Absent keys. An entry whose full_at <= now is back at full capacity: it is equivalent to no entry at
 // all (the glue passes no state to the algorithms), and eviction or sweep_full may drop it without losing

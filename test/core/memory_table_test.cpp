@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -571,16 +572,22 @@ TEST(MemoryTable, SaveAndReloadRoundTrip) {
     for (std::uint32_t p = 0; p < second.partitions(); ++p) CheckPartition(second, p);
 }
 
+// The fingerprint changes with the algorithm and with the number of shards, and with nothing else.
 TEST(MemoryTable, DefinitionFingerprint) {
-    Limit limit;
-    limit.algorithm = Algorithm::fixed_window;
-    limit.shards = 16;
-    const std::uint32_t sharded = memory_definition(limit);
-    limit.shards = 1;
-    EXPECT_NE(memory_definition(limit), sharded);
-    limit.algorithm = Algorithm::token_bucket;
-    EXPECT_NE(memory_definition(limit), memory_definition(Limit{}) + 1);
-    EXPECT_EQ(memory_definition(limit), memory_definition(Limit{}));
+    std::set<std::uint32_t> seen;
+    for (const Algorithm algorithm : {Algorithm::token_bucket, Algorithm::fixed_window}) {
+        for (const int shards : {1, 2, 16, MAX_SHARDS}) {
+            Limit limit;
+            limit.algorithm = algorithm;
+            limit.shards = shards;
+            const std::uint32_t fingerprint = memory_definition(limit);
+            EXPECT_TRUE(seen.insert(fingerprint).second) << shards;
+            limit.rate = 5;
+            limit.capacity = 7;
+            limit.period = 1000;
+            EXPECT_EQ(memory_definition(limit), fingerprint);
+        }
+    }
 }
 
 }  // namespace
