@@ -514,6 +514,20 @@ TEST(MemoryTable, SweepRemovesFullEntriesOnly) {
     CheckPartition(table, 0);
 }
 
+TEST(MemoryTable, SweepOfOneLimit) {
+    Storage storage(1, 256);
+    MemoryTable table = storage.table();
+    for (int k = 0; k < 100; ++k)
+        for (const char *limit : {"a", "b"}) table.entry(0, table.insert(0, Ident(limit, k), 0, 0).slot).full_at = k;
+    EXPECT_EQ(table.sweep_full(0, 49, memory_limit_hash("a", 1)), 50);
+    for (int k = 0; k < 100; ++k) {
+        EXPECT_EQ(table.find(0, Ident("a", k)) >= 0, k >= 50) << k;
+        EXPECT_GE(table.find(0, Ident("b", k)), 0) << k;
+    }
+    EXPECT_EQ(table.counters(0).entries, 150U);
+    CheckPartition(table, 0);
+}
+
 // Saving every entry (for_each) and loading them into a table of another shape and seed (restore).
 TEST(MemoryTable, SaveAndReloadRoundTrip) {
     constexpr Micros kNow = 5000;
