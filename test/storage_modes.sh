@@ -235,15 +235,16 @@ SELECT string_agg(name || '=' || units_left('k', name), ',' ORDER BY name)
 SELECT sum(units_left('k' || g, 'mem')) FROM generate_series(1, 20) AS g;
 SQL
 }
-before=$(all_remaining)
+all_remaining_line() { all_remaining | tr '\n' ' '; }
+before=$(all_remaining_line)
 entries_before=$(memory_usage life | cut -d '|' -f 1)
-check "before the restart: consumption" "$(tr '\n' ' ' <<<"$before")" "dur=6,mem=6,mem_fw=6,mem_sh=30,unl=6 180 "
+check "before the restart: consumption" "$before" "dur=6,mem=6,mem_fw=6,mem_sh=30,unl=6 180 "
 check "before the restart: memory entries (1 + 4 shards + 1 + 20 keys, at most 4 shards used)" \
     "$([ "$entries_before" -ge 23 ] && [ "$entries_before" -le 26 ] && echo in-range || echo "$entries_before")" in-range
 cluster_stop life fast
 check "after pg_ctl stop -m fast: the save file exists" "$([ -f "$SAVE_FILE" ] && echo yes || echo no)" yes
 cluster_start life "${COMMON[@]}" "${PRELOAD[@]}"
-check "after the restart: every key's remaining unchanged" "$(all_remaining)" "$before"
+check "after the restart: every key's remaining unchanged" "$(all_remaining_line)" "$before"
 check "after the restart: rate_limit_storage shows the same memory entries" "$(memory_usage life | cut -d '|' -f 1)" "$entries_before"
 check "after the restart: the save file is gone (unlinked once loaded)" "$([ -e "$SAVE_FILE" ] && echo present || echo gone)" gone
 check "after the restart: requests go on from the kept state" \
