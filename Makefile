@@ -21,6 +21,7 @@ OBJS = \
 	extension/define_functions.o \
 	extension/extension_event_trigger.o \
 	extension/extension_sql.o \
+	extension/held_shards.o \
 	extension/limit_cache.o \
 	extension/limit_lock.o \
 	extension/memory_state.o \

@@ -8,7 +8,7 @@
 //                 WHERE limit_name = $1 AND key = $2 AND shard = $3 AND value = $6 AND ts = $7
 //   insert       INSERT INTO rate_limit_state (limit_name, key, shard, value, ts) VALUES ($1, ..., $5)
 //                 ON CONFLICT (limit_name, key, shard) DO NOTHING
-//   peek         SELECT shard, value, ts FROM rate_limit_state WHERE limit_name = $1 AND key = $2
+//   peek         SELECT shard, value, ts, xmax FROM rate_limit_state WHERE limit_name = $1 AND key = $2
 //
 // The update is a compare-and-set on the numbers the decision was made from: under READ COMMITTED, a row
 // that a concurrent transaction changed first no longer matches when PostgreSQL re-checks the WHERE
@@ -127,7 +127,11 @@ int sql_peek(StateHandle *handle, ShardRow *rows, int capacity) {
         rows[i].shard = DatumGetInt16(SPI_getbinval(row, desc, 1, &isnull));
         rows[i].state.value = DatumGetFloat8(SPI_getbinval(row, desc, 2, &isnull));
         rows[i].state.ts = DatumGetTimestampTz(SPI_getbinval(row, desc, 3, &isnull));
-        rows[i].busy = false;  // SQL cannot tell without locking the row
+        // Busy: another transaction, still running, is updating or locking the row (its xmax), as the
+        // direct path sees on the tuple itself. (On YugabyteDB the statement reads no xmax: never busy.)
+        const TransactionId updater = DatumGetTransactionId(SPI_getbinval(row, desc, 4, &isnull));
+        rows[i].busy = !isnull && TransactionIdIsNormal(updater) && !TransactionIdIsCurrentTransactionId(updater) &&
+                       TransactionIdIsInProgress(updater);
     }
     extension_sql_end(sql_token);
     return count;

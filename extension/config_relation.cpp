@@ -11,7 +11,8 @@ struct Column {
 };
 constexpr Column COLUMNS[] = {{"name", TEXTOID},         {"algorithm", TEXTOID},  {"rate", FLOAT8OID},
                               {"period", INTERVALOID},   {"capacity", FLOAT8OID}, {"max_reserved", FLOAT8OID},
-                              {"start", TIMESTAMPTZOID}, {"shards", INT4OID},     {"storage", TEXTOID}};
+                              {"start", TIMESTAMPTZOID}, {"shards", INT4OID},     {"storage", TEXTOID},
+                              {"epoch", INT8OID}};
 constexpr int COLUMN_COUNT = sizeof(COLUMNS) / sizeof(COLUMNS[0]);
 
 Oid cached_schema = InvalidOid;
@@ -35,10 +36,10 @@ void check(Relation config, Oid extension) {
                 strcmp(NameStr(attribute->attname), COLUMNS[i].name) == 0 && attribute->attgenerated == '\0';
     }
     if (!shape)
-        refuse_table(
-            config,
-            "its columns are not (name, algorithm, rate, period, capacity, max_reserved, start, shards, storage)",
-            RESTORE_HINT);
+        refuse_table(config,
+                     "its columns are not (name, algorithm, rate, period, capacity, max_reserved, start, shards, "
+                     "storage, epoch)",
+                     RESTORE_HINT);
     // The triggers are copied first: looking their functions up reads the catalogs, which can accept
     // invalidations and rebuild the relcache entry, freeing its trigger descriptor.
     const TriggerDesc *trigdesc = config->trigdesc;

@@ -28,7 +28,9 @@
 namespace pg_ratelimit {
 namespace {
 
-constexpr int CONFIG_COLUMNS = 9;  // name, algorithm, rate, period, capacity, max_reserved, start, shards, storage
+constexpr int CONFIG_COLUMNS =
+    10;  // name, algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch
+constexpr int STORAGE_COLUMN = 9;
 
 [[noreturn]] void misuse(const char *name, const char *how) {
     ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED), errmsg("%s %s", name, how),
@@ -86,11 +88,11 @@ bool replaces_shipped_default(const TriggerData *trigger, HeapTuple row) {
     const int sql_token = extension_sql_begin(RelationGetNamespace(trigger->tg_relation));
     extension_sql_run(
         "UPDATE ONLY rate_limit_config SET algorithm = $2, rate = $3, period = $4, capacity = $5,"
-        " max_reserved = $6, start = $7, shards = $8, storage = $9 WHERE name OPERATOR(pg_catalog.=) $1"
+        " max_reserved = $6, start = $7, shards = $8, storage = $9, epoch = $10 WHERE name OPERATOR(pg_catalog.=) $1"
         " AND algorithm OPERATOR(pg_catalog.=) 'token_bucket' AND rate OPERATOR(pg_catalog.=) 120"
         " AND period OPERATOR(pg_catalog.=) '1 minute' AND capacity OPERATOR(pg_catalog.=) 120"
         " AND max_reserved IS NULL AND start IS NULL AND shards OPERATOR(pg_catalog.=) 1"
-        " AND storage OPERATOR(pg_catalog.=) 'durable'",
+        " AND storage OPERATOR(pg_catalog.=) 'durable' AND epoch OPERATOR(pg_catalog.=) 0",
         CONFIG_COLUMNS, types, values, nulls, false, SPI_OK_UPDATE);
     const bool merged = SPI_processed > 0;
     extension_sql_end(sql_token);
@@ -106,7 +108,7 @@ bool same_column(const TriggerData *trigger, HeapTuple a, HeapTuple b, int colum
 }
 
 bool is_memory_limit(const TriggerData *trigger, HeapTuple row) {
-    const char *storage = SPI_getvalue(row, RelationGetDescr(trigger->tg_relation), CONFIG_COLUMNS);
+    const char *storage = SPI_getvalue(row, RelationGetDescr(trigger->tg_relation), STORAGE_COLUMN);
     return storage != nullptr && strcmp(storage, "memory") == 0;
 }
 
@@ -121,7 +123,7 @@ void forget_memory_state(const TriggerData *trigger, HeapTuple old_row, HeapTupl
     if (old_row != nullptr && name_of(trigger, old_row) != nullptr && is_memory_limit(trigger, old_row) &&
         (new_row == nullptr || !same_column(trigger, old_row, new_row, NAME) ||
          !same_column(trigger, old_row, new_row, ALGORITHM) || !same_column(trigger, old_row, new_row, SHARDS) ||
-         !same_column(trigger, old_row, new_row, CONFIG_COLUMNS)))
+         !same_column(trigger, old_row, new_row, STORAGE_COLUMN)))
         memory_state_forget_at_commit(name_of(trigger, old_row));
 }
 

@@ -34,6 +34,14 @@ text *limit_name_arg(FunctionCallInfo fcinfo, int argno) {
     return name;
 }
 
+// A new epoch (core::Limit::epoch): random, never 0 (the default of rows inserted directly).
+int64 new_epoch() {
+    uint64 epoch = 0;
+    while (epoch == 0)
+        if (!pg_strong_random(&epoch, sizeof(epoch))) epoch = static_cast<uint64>(GetCurrentTimestamp()) | 1;
+    return static_cast<int64>(epoch);
+}
+
 double required_float8_arg(FunctionCallInfo fcinfo, int argno, const char *argname) {
     if (PG_ARGISNULL(argno))
         ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argname)));
@@ -81,7 +89,8 @@ Datum define_body(FunctionCallInfo fcinfo) {
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {PointerGetDatum(name)};
     extension_sql_run(
-        "SELECT algorithm, shards, storage FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+        "SELECT algorithm, shards, storage, epoch FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1"
+        " FOR UPDATE",
         1, name_type, name_value, nullptr, false, SPI_OK_SELECT);
     const bool existed = SPI_processed == 1;
     const char *old_algorithm = existed ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : nullptr;
@@ -89,11 +98,19 @@ Datum define_body(FunctionCallInfo fcinfo) {
     const int old_shards =
         existed ? DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)) : 0;
     const char *old_storage = existed ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3) : nullptr;
+    const int64 old_epoch =
+        existed ? DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)) : 0;
+    // A key's two numbers mean something else under another algorithm, its rows under another split, and
+    // state moved to another storage is not carried over: such keys start afresh, under a new epoch.
+    const bool fresh = !existed || strcmp(old_algorithm, algorithm_name(limit.algorithm)) != 0 ||
+                       old_shards != limit.shards || strcmp(old_storage, storage_name(limit.storage)) != 0;
+    const int64 epoch = fresh ? new_epoch() : old_epoch;
 
     // One spelling per meaning: unlimited reservations are stored as NULL (never 'Infinity'), none as 0
     // (never -0).
     const bool unlimited = std::isinf(limit.max_reserved);
-    Oid types[] = {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID, TIMESTAMPTZOID, INT4OID, TEXTOID};
+    Oid types[] = {TEXTOID,   TEXTOID,        FLOAT8OID, INTERVALOID, FLOAT8OID,
+                   FLOAT8OID, TIMESTAMPTZOID, INT4OID,   TEXTOID,     INT8OID};
     Datum values[] = {PointerGetDatum(name),
                       CStringGetTextDatum(algorithm_name(limit.algorithm)),
                       Float8GetDatum(limit.rate),
@@ -102,23 +119,19 @@ Datum define_body(FunctionCallInfo fcinfo) {
                       Float8GetDatum(unlimited ? 0 : limit.max_reserved + 0.0),
                       PG_ARGISNULL(6) ? 0 : PG_GETARG_DATUM(6),
                       Int32GetDatum(limit.shards),
-                      CStringGetTextDatum(storage_name(limit.storage))};
-    const char nulls[] = {' ', ' ', ' ', ' ', ' ', unlimited ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' ', ' ', ' '};
+                      CStringGetTextDatum(storage_name(limit.storage)),
+                      Int64GetDatum(epoch)};
+    const char nulls[] = {' ', ' ', ' ', ' ', ' ', unlimited ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' ', ' ', ' ', ' '};
     // The row trigger turns an insert of 'default' over the shipped row into an update of that row; ON
     // CONFLICT covers a redefinition and a concurrent first definition of the same name.
     extension_sql_run(
-        "INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, max_reserved, start, shards, storage)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (name) DO UPDATE SET"
+        "INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, max_reserved, start, shards, storage,"
+        " epoch) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (name) DO UPDATE SET"
         " algorithm = EXCLUDED.algorithm, rate = EXCLUDED.rate, period = EXCLUDED.period,"
         " capacity = EXCLUDED.capacity, max_reserved = EXCLUDED.max_reserved, start = EXCLUDED.start,"
-        " shards = EXCLUDED.shards, storage = EXCLUDED.storage",
-        9, types, values, nulls, false, SPI_OK_INSERT);
-
-    // A key's two numbers mean something else under another algorithm, its rows under another split, and
-    // state moved to another storage is not carried over: start those keys afresh.
-    if (existed && (strcmp(old_algorithm, algorithm_name(limit.algorithm)) != 0 || old_shards != limit.shards ||
-                    strcmp(old_storage, storage_name(limit.storage)) != 0))
-        delete_all_keys(context, PointerGetDatum(name));
+        " shards = EXCLUDED.shards, storage = EXCLUDED.storage, epoch = EXCLUDED.epoch",
+        10, types, values, nulls, false, SPI_OK_INSERT);
+    if (existed && fresh) delete_all_keys(context, PointerGetDatum(name));
     extension_sql_end(sql_token);
     PG_RETURN_VOID();
 }

@@ -70,6 +70,7 @@ bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit) {
     limit->start = isnull ? 0 : DatumGetTimestampTz(start);
     limit->shards = DatumGetInt32(SPI_getbinval(row, desc, 7, &isnull));
     limit->storage = storage_from_text(TextDatumGetCString(SPI_getbinval(row, desc, 8, &isnull)));
+    limit->epoch = static_cast<uint64>(DatumGetInt64(SPI_getbinval(row, desc, 9, &isnull)));
     require_valid_limit(*limit);
     return true;
 }

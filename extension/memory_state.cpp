@@ -111,10 +111,22 @@ void attach() {
     store_attached = true;
 }
 
+// Whether the server shut down cleanly (at exit), or was last shut down cleanly (at start): the control
+// file says so from the shutdown checkpoint until the startup process begins recovery. An immediate
+// shutdown runs the postmaster's exit callbacks with code 0 too, without that checkpoint.
+bool shut_down_cleanly() {
+    bool crc_ok = false;
+    ControlFileData *control = get_controlfile(DataDir, &crc_ok);
+    const bool clean = crc_ok && (control->state == DB_SHUTDOWNED || control->state == DB_SHUTDOWNED_IN_RECOVERY);
+    pfree(control);
+    return clean;
+}
+
 // The saved entries: the magic, the entry size, then the entries, then their count (a torn file is
 // never taken for a complete one).
 void save_file(int code, Datum) {
-    if (code != 0 || !preloaded) return;  // a crash (or a failed start): nothing is saved
+    // A crash, a failed start or an immediate shutdown (no shutdown checkpoint): nothing is saved.
+    if (code != 0 || !preloaded || !shut_down_cleanly()) return;
     if (!store_attached) attach();
     FILE *file = AllocateFile(SAVE_FILE_TEMP, PG_BINARY_W);
     if (file == nullptr) {
@@ -144,6 +156,13 @@ void save_file(int code, Datum) {
 }
 
 void load_file() {
+    if (!shut_down_cleanly()) {
+        // After a crash (or an immediate shutdown) every key starts at full capacity.
+        if (unlink(SAVE_FILE) == 0)
+            ereport(LOG, (errmsg("pg_ratelimit: the memory state saved at the last stop was discarded"),
+                          errdetail("The server was not shut down cleanly.")));
+        return;
+    }
     FILE *file = AllocateFile(SAVE_FILE, PG_BINARY_R);
     if (file == nullptr) {
         if (errno != ENOENT)

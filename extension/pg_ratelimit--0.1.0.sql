@@ -22,8 +22,10 @@ CREATE TABLE @extschema@.rate_limit_config (
                                                                                -- NULL: unlimited
     start        timestamptz CHECK (start IS NULL OR (algorithm = 'fixed_window' AND isfinite(start))),
     shards       integer NOT NULL DEFAULT 1 CHECK (shards BETWEEN 1 AND 256),  -- rows per key (hot-key shards)
-    storage      text NOT NULL DEFAULT 'durable' CHECK (storage IN ('durable', 'unlogged', 'memory'))
+    storage      text NOT NULL DEFAULT 'durable' CHECK (storage IN ('durable', 'unlogged', 'memory')),
                                                    -- where the keys' state lives (README: storage modes)
+    epoch        bigint NOT NULL DEFAULT 0         -- rate_limit_define draws a new one whenever the keys
+                                                   -- start afresh (memory state of another epoch is void)
 );
 COMMENT ON TABLE @extschema@.rate_limit_config IS
     'pg_ratelimit: named limits; change them with rate_limit_define() and rate_limit_drop()';

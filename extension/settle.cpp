@@ -3,6 +3,7 @@
 #include "clock.hpp"
 #include "core/algorithms.hpp"
 #include "core/shards.hpp"
+#include "held_shards.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -74,10 +75,12 @@ core::Outcome settle_sharded(const StateAccess &access, StateHandle *handle, con
         views[rows[i].shard] = core::ShardView{rows[i].state, true, rows[i].busy};
     }
     const core::Micros now = clock_now();
+    // A transaction that wrote one of the key's shards may not wait for another's (held_shards.hpp).
+    const bool may_wait = !access.transactional || !holds_key_shard(handle->target);
     const int chosen = mode == SettleMode::refund
-                           ? core::choose_shard_for_refund(shard, views, count, now, origin)
+                           ? core::choose_shard_for_refund(shard, views, count, now, origin, may_wait)
                            : core::choose_shard_for_request(shard, views, count, now, cost, reserve, origin,
-                                                            pg_prng_uint64(&pg_global_prng_state));
+                                                            pg_prng_uint64(&pg_global_prng_state), may_wait);
     if (chosen < 0) {
         // A refund, and no shard has a row: every shard is full, nothing to give back.
         const core::Outcome full = core::refund(shard, nullptr, now, cost, origin);
@@ -87,6 +90,7 @@ core::Outcome settle_sharded(const StateAccess &access, StateHandle *handle, con
     bool found = false;
     const core::Outcome decided =
         settle_row(access, handle, static_cast<int16>(chosen), shard, mode, cost, reserve, origin, &stored, &found);
+    if (access.transactional && mode != SettleMode::check && decided.write) remember_key_shard(handle->target);
     // The figures of the other shards come from the peek, of the chosen one from what it decided on.
     views[chosen] = found ? core::ShardView{stored, true, false} : core::ShardView{};
     return core::combine_shards(shard, views, count, chosen, decided, clock_now(), cost, reserve,

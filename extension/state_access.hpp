@@ -62,7 +62,7 @@ struct SqlState {
 struct MemoryState {
     enum class Held : uint8 { nothing, entry, partition };  // entry: partition shared + slot; partition: exclusive
     Held held;
-    uint32 definition;  // core::memory_definition of the limit
+    uint64 definition;  // core::memory_definition of the limit
     uint64 seed;        // of the table's placement hash
     uint32 partition;
     int slot;  // -1: the key has no entry yet (the partition is then held exclusively)
@@ -76,7 +76,7 @@ struct ShardRow {
     core::State state;
     int16 shard;
     // A concurrent transaction is modifying the row or modified it after the snapshot (the direct path
-    // reads it on the tuple; the SQL path cannot tell and says false).
+    // reads it on the tuple, the SQL path from the row's xmax; on YugabyteDB it says false).
     bool busy;
 };
 

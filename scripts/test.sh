@@ -73,6 +73,8 @@ for path in direct sql; do
         env ACCESS_PATH=$path "$ROOT/test/crash/crash_test.sh" "$ROOT/build/test/crash/crash_load"
     run_suite "hostile review findings and attacks ($path path)" count_cases \
         env ACCESS_PATH=$path "$ROOT/test/hostile/run.sh"
+    run_suite "storage modes: standby, restart, crash, eviction, pgbench ($path path)" count_cases \
+        env ACCESS_PATH=$path "$ROOT/test/storage_modes.sh"
 done
 
 # The pg_regress and isolation suites again, with the extension built with ASan + UBSan and loaded in

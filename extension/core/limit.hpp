@@ -45,6 +45,10 @@ struct Limit {
     // shard, with shard_limit(); 1 means no split.
     int shards = 1;
     Storage storage = Storage::durable;
+    // Changes whenever the keys' state must start afresh: a new definition, or a redefinition of the
+    // algorithm, shards or storage (rate_limit_define draws a new one). Memory state made under another
+    // epoch counts as absent, on a standby too, where no trigger can forget it.
+    std::uint64_t epoch = 0;
 };
 
 // The two numbers stored per (limit, key). value may be negative (debt from reservations).

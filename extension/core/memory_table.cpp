@@ -154,8 +154,12 @@ struct Partition {
 
 }  // namespace
 
-std::uint32_t memory_definition(const Limit &limit) noexcept {
-    return static_cast<std::uint32_t>(limit.algorithm) | (static_cast<std::uint32_t>(limit.shards & 0xffff) << 8);
+std::uint64_t memory_definition(const Limit &limit) noexcept {
+    const std::uint64_t exact =
+        static_cast<std::uint64_t>(limit.algorithm) | (static_cast<std::uint64_t>(limit.shards & 0xffff) << 8);
+    unsigned char epoch[sizeof(limit.epoch)];
+    for (std::size_t i = 0; i < sizeof(epoch); ++i) epoch[i] = static_cast<unsigned char>(limit.epoch >> (8 * i));
+    return exact | (memory_hash_bytes(epoch, sizeof(epoch), 0) << 24);
 }
 
 std::size_t memory_table_bytes(std::uint32_t partitions, std::uint32_t slots) noexcept {
@@ -208,7 +212,7 @@ int MemoryTable::find(std::uint32_t partition, const MemoryIdentity &identity) c
     return Partition{slots_of(partition), slots_ - 1, counters_of(partition)}.find(identity);
 }
 
-MemoryInsert MemoryTable::insert(std::uint32_t partition, const MemoryIdentity &identity, std::uint32_t definition,
+MemoryInsert MemoryTable::insert(std::uint32_t partition, const MemoryIdentity &identity, std::uint64_t definition,
                                  Micros now) noexcept {
     Partition part{slots_of(partition), slots_ - 1, counters_of(partition)};
     MemoryInsert result;

@@ -48,17 +48,18 @@ struct MemoryEntry {
     State state;               // meaningful only while full_at > now
     Micros last_used;          // the glue sets it at every use; eviction drops the smallest first
     Micros full_at;            // when the key is back at full capacity (now + the decision's reset_after)
-    std::uint32_t definition;  // fingerprint of the limit's definition the state was computed under
+    std::uint64_t definition;  // fingerprint of the limit's definition the state was computed under
 };
 
-// Two cache lines: 88 (identity) + 16 (state) + 8 + 8 + 4, padded to the 8-byte alignment.
+// Two cache lines: 88 (identity) + 16 (state) + 8 + 8 + 8.
 static_assert(sizeof(MemoryEntry) == 128, "keep MemoryEntry two cache lines");
 static_assert(std::is_trivially_copyable_v<MemoryEntry> && std::is_standard_layout_v<MemoryEntry>,
               "entries live in shared memory and are saved to files byte for byte");
 
 // A fingerprint of what makes a stored state meaningless when it changes: the algorithm and the number
-// of shards (bits 0-7 and 8-23). The glue may use any other 32-bit value it likes.
-[[nodiscard]] std::uint32_t memory_definition(const Limit &limit) noexcept;
+// of shards (bits 0-7 and 8-23, exactly), and the limit's epoch (Limit::epoch, mixed into bits 24-63: two
+// epochs share a fingerprint with a probability of 2^-40).
+[[nodiscard]] std::uint64_t memory_definition(const Limit &limit) noexcept;
 
 inline constexpr std::uint32_t MEMORY_TABLE_MAX_PARTITIONS = 1U << 16;
 inline constexpr std::uint32_t MEMORY_TABLE_MIN_SLOTS = 16;
@@ -126,7 +127,7 @@ class MemoryTable {
     // new one with no state (state zero, full_at = MEMORY_NO_STATE, last_used = now, `definition`). When
     // the partition is at max_entries(), evicts eviction_batch() entries first (evict(), at `now`).
     // Exclusive lock. `partition` must be partition_of(identity.hash).
-    MemoryInsert insert(std::uint32_t partition, const MemoryIdentity &identity, std::uint32_t definition,
+    MemoryInsert insert(std::uint32_t partition, const MemoryIdentity &identity, std::uint64_t definition,
                         Micros now) noexcept;
 
     // Loading a saved entry: inserts saved.identity as insert() does (evicting if needed) and copies the

@@ -24,7 +24,7 @@ Limit shard_limit(const Limit &limit) noexcept {
 }
 
 int choose_shard_for_request(const Limit &shard, const ShardView *views, int count, Micros now, double cost,
-                             bool reserve, Micros origin, std::uint64_t random) noexcept {
+                             bool reserve, Micros origin, std::uint64_t random, bool may_wait) noexcept {
     // Pass 1 and 2 share one scan: the free servers are counted, the fullest server remembered.
     int free_servers = 0;
     int fullest = -1;
@@ -57,11 +57,18 @@ int choose_shard_for_request(const Limit &shard, const ShardView *views, int cou
                    ? picked[1]
                    : picked[0];
     }
-    if (fullest >= 0) return fullest;
-    int soonest = 0;
+    if (fullest >= 0 && (may_wait || !views[fullest].busy)) return fullest;
+    // A denial (or, when the call may not wait, every shard that could serve is busy): the shard that
+    // could serve it soonest, among those that are not busy if the call may not wait and there are some.
+    bool any_free = false;
+    for (int i = 0; i < count; ++i) any_free = any_free || !views[i].busy;
+    const bool free_only = !may_wait && any_free;
+    int soonest = -1;
     Micros soonest_wait = MAX_DURATION;
     for (int i = 0; i < count; ++i) {
+        if (free_only && views[i].busy) continue;
         const Micros wait = request(shard, state_of(views[i]), now, cost, reserve, origin).retry_after;
+        if (soonest < 0) soonest = i;
         if (wait < soonest_wait) {
             soonest = i;
             soonest_wait = wait;
@@ -70,12 +77,16 @@ int choose_shard_for_request(const Limit &shard, const ShardView *views, int cou
     return soonest;
 }
 
-int choose_shard_for_refund(const Limit &shard, const ShardView *views, int count, Micros now, Micros origin) noexcept {
+int choose_shard_for_refund(const Limit &shard, const ShardView *views, int count, Micros now, Micros origin,
+                            bool may_wait) noexcept {
+    bool any_free = false;
+    for (int i = 0; i < count; ++i) any_free = any_free || (views[i].stored && !views[i].busy);
+    const bool free_only = !may_wait && any_free;
     int best = -1;
     double best_balance = 0;
     bool best_busy = true;
     for (int i = 0; i < count; ++i) {
-        if (!views[i].stored) continue;
+        if (!views[i].stored || (free_only && views[i].busy)) continue;
         const double balance = balance_at(shard, &views[i].state, now, origin);
         // A free shard beats a busy one; then the emptier.
         const bool better =
@@ -97,12 +108,14 @@ Outcome combine_shards(const Limit &shard, const ShardView *views, int count, in
     Micros latest_debt = decided.retry_after;
     Micros latest_full = decided.reset_after;
     for (int i = 0; i < count; ++i) {
+        // Whole units shard by shard: four shards holding 0.9 each can serve no request of 1, so the key
+        // has 0 remaining, not the 3 the floor of their sum would claim.
         if (i == chosen) {
-            sum += std::max(decided.balance, 0.0);
+            sum += static_cast<double>(whole_units(shard, std::max(decided.balance, 0.0)));
             continue;
         }
         const State *state = state_of(views[i]);
-        sum += std::max(balance_at(shard, state, now, origin), 0.0);
+        sum += static_cast<double>(whole_units(shard, std::max(balance_at(shard, state, now, origin), 0.0)));
         latest_full = std::max(latest_full, time_to_full(shard, state, now, origin));
         if (refund) {
             latest_debt = std::max(latest_debt, time_out_of_debt(shard, state, now, origin));

@@ -36,22 +36,28 @@ struct ShardView {
 // 1. among the shards that can serve it now and that no concurrent transaction is busy with, two drawn at
 //    random, the fuller (two random choices: fuller shards first, without every concurrent caller
 //    crowding onto the single fullest one);
-// 2. else the fullest shard that can serve it, busy or not (the call then waits for it, or conflicts);
-// 3. else (a denial) the shard that could serve it soonest.
+// 2. else the fullest shard that can serve it, busy or not (the call then waits for it, or conflicts),
+//    unless the call may not wait (`may_wait` false) and that shard is busy;
+// 3. else (a denial) the shard that could serve it soonest; if the call may not wait, among the shards
+//    that are not busy (when there are some).
+// A call may not wait when its transaction already wrote one of the key's shards: waiting for a shard
+// another transaction holds, while that one may wait for ours, would deadlock.
 // `random` is any 64-bit random number; the choice is otherwise deterministic.
 [[nodiscard]] int choose_shard_for_request(const Limit &shard, const ShardView *views, int count, Micros now,
-                                           double cost, bool reserve, Micros origin, std::uint64_t random) noexcept;
+                                           double cost, bool reserve, Micros origin, std::uint64_t random,
+                                           bool may_wait = true) noexcept;
 
 // The shard a refund goes to: the emptiest shard with a row, preferring those no concurrent transaction
-// is busy with; -1 if no shard has a row (every shard is full: there is nothing to give back to).
+// is busy with (only those, when the call may not wait and there are some); -1 if no shard has a row
+// (every shard is full: there is nothing to give back to).
 [[nodiscard]] int choose_shard_for_refund(const Limit &shard, const ShardView *views, int count, Micros now,
-                                          Micros origin) noexcept;
+                                          Micros origin, bool may_wait = true) noexcept;
 
 // The key's decision once shard `chosen` decided `decided` (views[chosen] still holding that shard's state
-// before the call): allowed, write and next are the shard's; balance is the sum of the balances above zero
-// of all shards after the call (what `remaining` counts); retry_after is the shard's when allowed, and for
-// a denial the soonest any shard could serve the same request; reset_after is the latest any shard is
-// full again. For a refund, pass refund = true (its retry_after, how long the key stays in debt, is the
+// before the call): allowed, write and next are the shard's; balance is the sum of the whole units of
+// each shard after the call (what `remaining` counts: units a request of 1 could actually get); retry_after is the
+// shard's when allowed, and for a denial the soonest any shard could serve the same request; reset_after is the latest
+// any shard is full again. For a refund, pass refund = true (its retry_after, how long the key stays in debt, is the
 // latest of the shards in debt).
 [[nodiscard]] Outcome combine_shards(const Limit &shard, const ShardView *views, int count, int chosen,
                                      const Outcome &decided, Micros now, double cost, bool reserve, bool refund,

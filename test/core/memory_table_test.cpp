@@ -594,12 +594,16 @@ TEST(MemoryTable, DefinitionFingerprint) {
             Limit limit;
             limit.algorithm = algorithm;
             limit.shards = shards;
-            const std::uint32_t fingerprint = memory_definition(limit);
+            const std::uint64_t fingerprint = memory_definition(limit);
             EXPECT_TRUE(seen.insert(fingerprint).second) << shards;
             limit.rate = 5;
             limit.capacity = 7;
             limit.period = 1000;
             EXPECT_EQ(memory_definition(limit), fingerprint);
+            // Another epoch (a limit dropped and defined again): another fingerprint.
+            limit.epoch = 12345;
+            EXPECT_NE(memory_definition(limit), fingerprint);
+            limit.epoch = 0;
         }
     }
 }
