@@ -17,8 +17,9 @@ constexpr std::size_t MAX_PARAM_BYTES = 0x3fffffff;
 
 // Header: ndim, flags, element type, then (length, lower bound) per dimension; one int32 per element's
 // length.
-constexpr std::size_t HEADER_BYTES = 5 * 4;
 constexpr std::size_t LENGTH_BYTES = 4;
+constexpr std::size_t HEADER_BYTES = std::size_t{5} * LENGTH_BYTES;
+constexpr std::size_t FLOAT8_BYTES = 8;
 
 // The wire format is big-endian ("network order") throughout.
 void put_u32(std::string &out, std::uint32_t value) {
@@ -67,12 +68,12 @@ pqxx::binarystring text_array_param(const std::vector<std::string> &values) {
 pqxx::binarystring float8_array_param(const std::vector<double> &values) {
     static_assert(sizeof(double) == sizeof(std::uint64_t) && std::numeric_limits<double>::is_iec559,
                   "float8 is sent as the IEEE 754 bits of a double");
-    constexpr std::size_t FLOAT8_BYTES = 8;
-    require_fits(values.size() <= MAX_PARAM_BYTES / (LENGTH_BYTES + FLOAT8_BYTES)
-                     ? HEADER_BYTES + values.size() * (LENGTH_BYTES + FLOAT8_BYTES)
-                     : MAX_PARAM_BYTES + 1,
-                 values.size());
-    std::string out = header(values.size(), FLOAT8_OID, HEADER_BYTES + values.size() * (LENGTH_BYTES + FLOAT8_BYTES));
+    constexpr std::size_t ELEMENT_BYTES = LENGTH_BYTES + FLOAT8_BYTES;
+    // Compared as a count first: the byte total itself could overflow for an absurd size.
+    const bool fits = values.size() <= (MAX_PARAM_BYTES - HEADER_BYTES) / ELEMENT_BYTES;
+    const std::size_t total = HEADER_BYTES + (fits ? values.size() * ELEMENT_BYTES : 0);
+    require_fits(fits ? total : MAX_PARAM_BYTES + 1, values.size());
+    std::string out = header(values.size(), FLOAT8_OID, total);
     for (const double value : values) {
         std::uint64_t bits = 0;
         std::memcpy(&bits, &value, sizeof bits);

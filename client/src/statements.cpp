@@ -104,10 +104,13 @@ void Statements::prepare_on(pqxx::connection_base &connection) const {
             connection.prepare(STATEMENT_NAMES[index(call)], sql_[index(call)]);
             connection.prepare_now(STATEMENT_NAMES[index(call)]);
         }
-        connection.prepare(MANY_STATEMENT_NAME, many_sql_);
-        connection.prepare_now(MANY_STATEMENT_NAME);
         connection.prepare(POLICY_STATEMENT_NAME, policy_sql_);
         connection.prepare_now(POLICY_STATEMENT_NAME);
+        // The batch statement is only declared: libpqxx prepares it on its first use on this connection.
+        // So a connection costs no extra round trip for a call it may never make, and a Limiter keeps
+        // working for single keys where rate_limit_request_many is missing (a schema of wrappers that
+        // lacks it, as Options::schema allows): request_many alone then throws ExtensionMissing (42883).
+        connection.prepare(MANY_STATEMENT_NAME, many_sql_);
     });
 }
 

@@ -43,7 +43,7 @@ class Statements {
 
     // Prepares every statement (the calls' and the policy read) on a new connection and registers them
     // with the server now, so a database without the extension fails when the connection is opened, not
-    // on first use.
+    // on first use. The batch statement (rate_limit_request_many) alone is registered on first use.
     void prepare_on(pqxx::connection_base &connection) const;
 
     // Runs call in tx through the prepared statement (tx must be on a connection prepare_on ran on). The

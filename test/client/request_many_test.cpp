@@ -65,6 +65,13 @@ const std::vector<std::string> &tricky_keys() {
     return keys;
 }
 
+// A double's IEEE 754 bits (== would call -0.0 and 0.0 equal).
+std::uint64_t bits(double value) {
+    std::uint64_t out = 0;
+    std::memcpy(&out, &value, sizeof out);
+    return out;
+}
+
 }  // namespace
 
 TEST_F(RequestManyTest, DecisionsComeInKeyOrderAndDuplicatesAreDecidedInTurn) {
@@ -93,6 +100,7 @@ TEST_F(RequestManyTest, DecisionsComeInKeyOrderAndDuplicatesAreDecidedInTurn) {
 
 TEST_F(RequestManyTest, LargeBatchKeepsItsOrder) {
     std::vector<std::string> keys;
+    keys.reserve(1000);
     for (int i = 0; i < 1000; ++i) keys.push_back("k" + std::to_string(i % 400));  // 400 keys, some thrice
     const std::vector<pr::Decision> d = limiter->request_many(keys, limit);
     ASSERT_EQ(d.size(), keys.size());
@@ -231,7 +239,7 @@ TEST_F(RequestManyTest, ArrayParametersArriveUnchanged) {
     ASSERT_EQ(floats.size(), costs.size());
     for (std::size_t i = 0; i < costs.size(); ++i) {
         const double back = std::strtod(floats[i][0].c_str(), nullptr);
-        EXPECT_EQ(std::memcmp(&back, &costs[i], sizeof back), 0) << i << ": " << floats[i][0].c_str();
+        EXPECT_EQ(bits(back), bits(costs[i])) << i << ": " << floats[i][0].c_str();  // -0 too
     }
     const pqxx::row empty =
         tx.exec_params1("SELECT cardinality($1::text[])", pg_ratelimit::detail::text_array_param({}));
@@ -376,4 +384,36 @@ TEST_F(RequestManyTest, RowsNotMatchingTheKeysAreRefused) {
                  std::runtime_error);
     EXPECT_THROW((void)decisions_from_batch(rows("('', 1, true, 2::bigint, 0::numeric, 0::numeric)"), {"NULL"}, "l"),
                  std::runtime_error);
+}
+
+// The batch statement is prepared on first use: a schema of wrappers without rate_limit_request_many
+// (Options::schema) still serves single keys, and request_many alone reports the missing function.
+TEST_F(RequestManyTest, MissingBatchFunctionFailsOnlyTheBatchCall) {
+    const std::string s = test_support::unique_key("client_no_batch");
+    test_support::exec(
+        "CREATE SCHEMA " + s + "; CREATE VIEW " + s +
+        ".rate_limit_config AS SELECT * FROM public.rate_limit_config; CREATE FUNCTION " + s +
+        ".rate_limit_request(text, text, float8, boolean) RETURNS public.rate_limit_decision"
+        " LANGUAGE sql AS 'SELECT * FROM public.rate_limit_request($1, $2, $3, $4)'; CREATE FUNCTION " +
+        s +
+        ".rate_limit_check(text, text, float8) RETURNS public.rate_limit_decision"
+        " LANGUAGE sql AS 'SELECT * FROM public.rate_limit_check($1, $2, $3)'; CREATE FUNCTION " +
+        s +
+        ".rate_limit_refund(text, text, float8) RETURNS public.rate_limit_decision"
+        " LANGUAGE sql AS 'SELECT * FROM public.rate_limit_refund($1, $2, $3)'; CREATE FUNCTION " +
+        s + ".rate_limit_reset(text, text) RETURNS void LANGUAGE sql AS 'SELECT public.rate_limit_reset($1, $2)'");
+    pr::Options options;
+    options.schema = s;
+    pr::Limiter wrapped{test_support::conninfo(), options};
+    EXPECT_EQ(wrapped.request("a", limit).remaining, 2);
+    try {
+        (void)wrapped.request_many({"a", "b"}, limit);
+        ADD_FAILURE() << "no exception";
+    } catch (const pr::ExtensionMissing &error) {
+        EXPECT_EQ(error.sqlstate(), "42883");
+    }
+    EXPECT_EQ(wrapped.stats().retries, 0u);
+    EXPECT_EQ(wrapped.request("a", limit).remaining, 1);  // the pool's connection is still usable
+    EXPECT_EQ(left("b"), 3);
+    test_support::exec("DROP SCHEMA " + s + " CASCADE");
 }
