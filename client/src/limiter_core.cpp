@@ -18,32 +18,34 @@ LimiterCore::LimiterCore(const std::string &conninfo, Options options)
           statements_.prepare_on(connection);
       }) {}
 
-Decision LimiterCore::pooled(Call call, const CallArgs &args) {
-    Decision decision;
+void LimiterCore::run_pooled(bool idempotent_call, const std::function<void(pqxx::transaction_base &)> &body) {
     retry_loop(
         options_.retry, &counters_,
         [&] {
             const Pool::Lease lease = pool_.acquire();  // declared first: outlives the transaction
-            const auto run = [&](pqxx::transaction_base &tx) {
-                decision = statements_.run_prepared(tx, call, args);
-                if (call != Call::reset)
-                    decision.policy =
-                        policies_.get(args.limit, [&] { return statements_.policy_prepared(tx, args.limit); });
-            };
-            if (idempotent(call)) {
+            if (idempotent_call) {
                 pqxx::nontransaction tx{lease.connection()};
-                run(tx);
+                body(tx);
             } else {
                 // An explicit transaction, not autocommit: a connection lost before COMMIT is then
                 // known not to have consumed anything, and only a loss during COMMIT is in doubt. A
                 // policy read on a cache miss runs in it too, before COMMIT, so that its failure is
                 // retried like any other and never hides a committed decision.
                 pqxx::work tx{lease.connection()};
-                run(tx);
+                body(tx);
                 tx.commit();
             }
         },
         [this] { pool_.drop_idle(); });
+}
+
+Decision LimiterCore::pooled(Call call, const CallArgs &args) {
+    Decision decision;
+    run_pooled(idempotent(call), [&](pqxx::transaction_base &tx) {
+        decision = statements_.run_prepared(tx, call, args);
+        if (call != Call::reset)
+            decision.policy = policies_.get(args.limit, [&] { return statements_.policy_prepared(tx, args.limit); });
+    });
     return decision;
 }
 
@@ -54,6 +56,26 @@ Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, cons
     if (call != Call::reset)
         decision.policy = policies_.get(args.limit, [&] { return statements_.policy_unprepared(tx, args.limit); });
     return decision;
+}
+
+std::vector<Decision> LimiterCore::pooled_many(const BatchArgs &args) {
+    std::vector<Decision> decisions;
+    // Not idempotent: an explicit transaction, as for request().
+    run_pooled(false, [&](pqxx::transaction_base &tx) {
+        decisions = statements_.run_many_prepared(tx, args);
+        const std::optional<Policy> policy =
+            policies_.get(args.limit, [&] { return statements_.policy_prepared(tx, args.limit); });
+        for (Decision &decision : decisions) decision.policy = policy;
+    });
+    return decisions;
+}
+
+std::vector<Decision> LimiterCore::in_transaction_many(pqxx::transaction_base &tx, const BatchArgs &args) {
+    std::vector<Decision> decisions = statements_.run_many_unprepared(tx, args);
+    const std::optional<Policy> policy =
+        policies_.get(args.limit, [&] { return statements_.policy_unprepared(tx, args.limit); });
+    for (Decision &decision : decisions) decision.policy = policy;
+    return decisions;
 }
 
 RetryStats LimiterCore::stats() const {

@@ -3,8 +3,10 @@
 // Limiter is gone.
 #pragma once
 
+#include <functional>
 #include <pqxx/transaction_base>
 #include <string>
+#include <vector>
 
 #include "pg_ratelimit/limiter.hpp"
 #include "policy_cache.hpp"
@@ -25,9 +27,18 @@ class LimiterCore {
     // cache has no fresh entry for the limit, a read of rate_limit_config in the same transaction).
     Decision in_transaction(pqxx::transaction_base &tx, Call call, const CallArgs &args);
 
+    // rate_limit_request_many, pooled (retried as a request) or in the caller's transaction (never
+    // retried); decisions[i] for args.keys[i], each with the limit's policy. args.keys is not empty.
+    std::vector<Decision> pooled_many(const BatchArgs &args);
+    std::vector<Decision> in_transaction_many(pqxx::transaction_base &tx, const BatchArgs &args);
+
     RetryStats stats() const;
 
   private:
+    // Runs body in a transaction of its own on a pooled connection, retried per options().retry:
+    // autocommit when the call is idempotent, else an explicit transaction committed after body.
+    void run_pooled(bool idempotent_call, const std::function<void(pqxx::transaction_base &)> &body);
+
     const Options options_;
     const Statements statements_;
     RetryCounters counters_;

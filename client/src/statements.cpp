@@ -5,6 +5,7 @@
 #include <pqxx/except>
 #include <pqxx/result>
 
+#include "decision_rows.hpp"
 #include "seconds_text.hpp"
 #include "translate.hpp"
 
@@ -14,6 +15,7 @@ namespace {
 const char *const STATEMENT_NAMES[] = {"pg_ratelimit_request", "pg_ratelimit_check", "pg_ratelimit_refund",
                                        "pg_ratelimit_reset"};
 const char *const POLICY_STATEMENT_NAME = "pg_ratelimit_policy";
+const char *const MANY_STATEMENT_NAME = "pg_ratelimit_request_many";
 
 std::size_t index(Call call) { return static_cast<std::size_t>(call); }
 
@@ -39,12 +41,7 @@ Decision to_decision(const pqxx::result &result, Call call, const std::string &l
     Decision decision;
     decision.limit = limit;
     if (call == Call::reset) return decision;
-    const pqxx::row row = result.at(0);
-    decision.allowed = row[0].as<bool>();
-    decision.remaining = row[1].as<std::int64_t>();
-    decision.retry_after = micros_from_seconds(row[2].c_str());
-    decision.reset_after = micros_from_seconds(row[3].c_str());
-    return decision;
+    return decision_from_columns(result.at(0), 0, limit);
 }
 
 std::optional<Policy> to_policy(const pqxx::result &result) {
@@ -72,6 +69,16 @@ pqxx::result execute(Call call, const CallArgs &args, Exec &&exec) {
     });
 }
 
+// Runs exec(sql_or_name, params...) with the batch's parameters; bad input becomes a typed exception.
+template <typename Exec>
+std::vector<Decision> execute_many(const BatchArgs &args, Exec &&exec) {
+    const pqxx::result rows = with_typed_errors([&] {
+        if (args.costs_param) return exec(args.keys_param, args.limit, *args.costs_param);
+        return exec(args.keys_param, args.limit, nullptr);
+    });
+    return decisions_from_batch(rows, args.keys, args.limit);
+}
+
 }  // namespace
 
 Statements::Statements(const std::string &schema) {
@@ -81,6 +88,11 @@ Statements::Statements(const std::string &schema) {
     sql_[index(Call::check)] = decision_sql(prefix, "rate_limit_check($1::text, $2::text, $3::float8)");
     sql_[index(Call::refund)] = decision_sql(prefix, "rate_limit_refund($1::text, $2::text, $3::float8)");
     sql_[index(Call::reset)] = "SELECT " + prefix + "rate_limit_reset($1::text, $2::text)";
+    // The same columns as a single call's, after the row's key and position (decision_rows.hpp).
+    many_sql_ =
+        "SELECT r.key, r.\"position\", r.allowed, r.remaining, extract(epoch FROM r.retry_after),"
+        " extract(epoch FROM r.reset_after) FROM " +
+        prefix + "rate_limit_request_many($1::text[], $2::text, $3::float8[]) AS r";
     policy_sql_ =
         "SELECT rate, extract(epoch FROM period), capacity FROM " + prefix + "rate_limit_config WHERE name = $1::text";
 }
@@ -94,6 +106,11 @@ void Statements::prepare_on(pqxx::connection_base &connection) const {
         }
         connection.prepare(POLICY_STATEMENT_NAME, policy_sql_);
         connection.prepare_now(POLICY_STATEMENT_NAME);
+        // The batch statement is only declared: libpqxx prepares it on its first use on this connection.
+        // So a connection costs no extra round trip for a call it may never make, and a Limiter keeps
+        // working for single keys where rate_limit_request_many is missing (a schema of wrappers that
+        // lacks it, as Options::schema allows): request_many alone then throws ExtensionMissing (42883).
+        connection.prepare(MANY_STATEMENT_NAME, many_sql_);
     });
 }
 
@@ -107,6 +124,14 @@ Decision Statements::run_unprepared(pqxx::transaction_base &tx, Call call, const
     const std::string &sql = sql_[index(call)];
     return to_decision(execute(call, args, [&](auto &&...params) { return tx.exec_params(sql, params...); }), call,
                        args.limit);
+}
+
+std::vector<Decision> Statements::run_many_prepared(pqxx::transaction_base &tx, const BatchArgs &args) const {
+    return execute_many(args, [&](auto &&...params) { return tx.exec_prepared(MANY_STATEMENT_NAME, params...); });
+}
+
+std::vector<Decision> Statements::run_many_unprepared(pqxx::transaction_base &tx, const BatchArgs &args) const {
+    return execute_many(args, [&](auto &&...params) { return tx.exec_params(many_sql_, params...); });
 }
 
 std::optional<Policy> Statements::policy_prepared(pqxx::transaction_base &tx, const std::string &limit) const {

@@ -4,9 +4,11 @@
 #pragma once
 
 #include <optional>
+#include <pqxx/binarystring>
 #include <pqxx/connection_base>
 #include <pqxx/transaction_base>
 #include <string>
+#include <vector>
 
 #include "pg_ratelimit/decision.hpp"
 
@@ -21,6 +23,15 @@ struct CallArgs {
     bool reserve = false;  // request only
 };
 
+// A batch (rate_limit_request_many): the keys and the limit as given, and the parameters encoded once
+// for every attempt (array_params.hpp). costs absent: NULL, every key costs 1.
+struct BatchArgs {
+    const std::vector<std::string> &keys;
+    const std::string &limit;
+    pqxx::binarystring keys_param;
+    std::optional<pqxx::binarystring> costs_param{};
+};
+
 // check and reset change nothing, or nothing more when repeated: they may run in autocommit mode and
 // be retried after a lost connection without any risk of applying twice.
 constexpr bool idempotent(Call call) noexcept { return call == Call::check || call == Call::reset; }
@@ -32,7 +43,7 @@ class Statements {
 
     // Prepares every statement (the calls' and the policy read) on a new connection and registers them
     // with the server now, so a database without the extension fails when the connection is opened, not
-    // on first use.
+    // on first use. The batch statement (rate_limit_request_many) alone is registered on first use.
     void prepare_on(pqxx::connection_base &connection) const;
 
     // Runs call in tx through the prepared statement (tx must be on a connection prepare_on ran on). The
@@ -43,6 +54,11 @@ class Statements {
     // none of ours and whose prepared-statement namespace we leave alone. Same result.
     Decision run_unprepared(pqxx::transaction_base &tx, Call call, const CallArgs &args) const;
 
+    // rate_limit_request_many in tx, prepared or one-off as above: decisions[i] for keys[i]
+    // (decision_rows.hpp checks the rows against the keys), policies left empty.
+    std::vector<Decision> run_many_prepared(pqxx::transaction_base &tx, const BatchArgs &args) const;
+    std::vector<Decision> run_many_unprepared(pqxx::transaction_base &tx, const BatchArgs &args) const;
+
     // The limit's rate, period and capacity from rate_limit_config, as tx sees it; nullopt without a
     // visible row. Prepared, or one-off on the caller's connections, as above.
     std::optional<Policy> policy_prepared(pqxx::transaction_base &tx, const std::string &limit) const;
@@ -50,6 +66,7 @@ class Statements {
 
   private:
     std::string sql_[4];  // by Call
+    std::string many_sql_;
     std::string policy_sql_;
 };
 

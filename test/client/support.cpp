@@ -33,13 +33,14 @@ void exec(const std::string &sql) {
 }
 
 std::string define_limit(const std::string &stem, double rate, const std::string &period, double capacity,
-                         double max_reserved, const std::string &algorithm) {
+                         double max_reserved, const std::string &algorithm, const std::string &storage) {
     std::string name = "client_" + stem + "_" + unique_suffix();
     auto conn = connect();
     pqxx::work tx{*conn};
-    tx.exec_params("SELECT rate_limit_define($1, $2, $3::interval, $4, nullif($5::float8, -1), nullif($6::float8, -1))",
-                   name, rate, period, algorithm, capacity < 0 ? -1.0 : capacity,
-                   max_reserved < 0 ? -1.0 : max_reserved);
+    tx.exec_params(
+        "SELECT rate_limit_define($1, $2, $3::interval, $4, nullif($5::float8, -1), nullif($6::float8, -1),"
+        " storage => $7)",
+        name, rate, period, algorithm, capacity < 0 ? -1.0 : capacity, max_reserved < 0 ? -1.0 : max_reserved, storage);
     tx.commit();
     return name;
 }

@@ -22,9 +22,11 @@ std::unique_ptr<pqxx::connection> connect();
 
 // Defines a limit named after `stem`, the process and a counter (unique per test run) and returns the
 // name. period is an SQL interval literal; capacity < 0 means the default (= rate); max_reserved < 0
-// means NULL (unlimited).
+// means NULL (unlimited). storage: 'durable', 'unlogged' or 'memory' (the last needs the server started
+// with shared_preload_libraries = 'pg_ratelimit', as scripts/test.sh starts it).
 std::string define_limit(const std::string &stem, double rate, const std::string &period, double capacity = -1,
-                         double max_reserved = -1, const std::string &algorithm = "token_bucket");
+                         double max_reserved = -1, const std::string &algorithm = "token_bucket",
+                         const std::string &storage = "durable");
 
 // A fresh key (unique per process and call).
 std::string unique_key(const std::string &stem);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <pqxx/transaction_base>
 #include <string>
+#include <vector>
 
 #include "pg_ratelimit/decision.hpp"
 #include "pg_ratelimit/reservation.hpp"
@@ -93,6 +94,34 @@ class Limiter {
     [[nodiscard]] Decision request(const std::string &key, const std::string &limit = "default", double cost = 1);
     [[nodiscard]] Decision request(pqxx::transaction_base &tx, const std::string &key,
                                    const std::string &limit = "default", double cost = 1);
+
+    // request() for each key in turn, in one statement (rate_limit_request_many): decisions[i] is keys[i]'s,
+    // as request() would have returned it (limit and policy filled in). A key given twice is decided
+    // twice, in turn: the second decision sees the first's consumption. costs[i] is keys[i]'s cost; without
+    // costs every key costs 1.
+    // - All or nothing on bad input: the server checks every key and cost before deciding any, so a bad
+    //   one (a cost above the capacity, a key over 1024 bytes, ...) throws and consumes nothing, for any
+    //   storage mode. A key with a NUL byte throws InvalidArgument (22021) before anything is sent.
+    // - costs.size() != keys.size() throws std::invalid_argument before anything is sent: two vectors
+    //   out of step are a programming error, not bad input.
+    // - An empty keys returns an empty vector at once, without contacting the server (so it does not
+    //   check that the limit exists either).
+    // - The keys' state rows are updated, and locked until the transaction ends, in the order given:
+    //   concurrent batches naming the same keys in different orders can deadlock (40P01: retried by the
+    //   pooled overloads, thrown by the in-transaction ones). Give keys in a consistent order (sorted,
+    //   say) when batches overlap.
+    // Keys travel as one binary text[] parameter: commas, quotes, braces, backslashes, "NULL", empty
+    // strings and non-ASCII arrive as given; the client checks that every row's key is the one sent
+    // (std::runtime_error otherwise, never expected). Pooled: one transaction, retried like request();
+    // in-transaction: one statement, never retried.
+    [[nodiscard]] std::vector<Decision> request_many(const std::vector<std::string> &keys,
+                                                     const std::string &limit = "default");
+    [[nodiscard]] std::vector<Decision> request_many(const std::vector<std::string> &keys, const std::string &limit,
+                                                     const std::vector<double> &costs);
+    [[nodiscard]] std::vector<Decision> request_many(pqxx::transaction_base &tx, const std::vector<std::string> &keys,
+                                                     const std::string &limit = "default");
+    [[nodiscard]] std::vector<Decision> request_many(pqxx::transaction_base &tx, const std::vector<std::string> &keys,
+                                                     const std::string &limit, const std::vector<double> &costs);
 
     // The decision request() would return now, consuming nothing and writing nothing
     // (rate_limit_check); so `remaining` is what such a request would leave.
