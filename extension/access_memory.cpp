@@ -11,7 +11,6 @@
 // (core::memory_definition), counts as no entry: the decision starts from a full key.
 #include <algorithm>
 
-#include "clock.hpp"
 #include "core/algorithms.hpp"
 #include "core/shards.hpp"
 #include "memory_store.hpp"
@@ -40,9 +39,11 @@ void release(StateHandle *handle) {
     state.held = MemoryState::Held::nothing;
 }
 
-// The entry's state, if it holds one that counts (see the top of the file).
-bool current_state(const StateHandle *handle, const core::MemoryEntry &entry, core::Micros now, core::State *state) {
-    if (entry.definition != handle->memory.definition || entry.full_at <= now) return false;
+// The entry's state, if it holds one that counts (see the top of the file). An entry whose key is back
+// at full capacity is passed on as it is: the decisions it gives are those of no entry, and not reading
+// the clock here saves a clock read per call.
+bool current_state(const StateHandle *handle, const core::MemoryEntry &entry, core::State *state) {
+    if (entry.definition != handle->memory.definition || entry.full_at == core::MEMORY_NO_STATE) return false;
     *state = entry.state;
     return true;
 }
@@ -68,14 +69,14 @@ bool memory_fetch(StateHandle *handle, int16 shard, core::State *stored) {
     if (state.slot >= 0) {
         LWLockAcquire(slot_lock(memory, state.partition, state.slot), LW_EXCLUSIVE);
         state.held = MemoryState::Held::entry;
-        return current_state(handle, table.entry(state.partition, state.slot), clock_now(), stored);
+        return current_state(handle, table.entry(state.partition, state.slot), stored);
     }
     // No entry: hold the partition exclusively until the decision is stored (or not).
     LWLockRelease(partition_lock(memory, state.partition));
     LWLockAcquire(partition_lock(memory, state.partition), LW_EXCLUSIVE);
     state.held = MemoryState::Held::partition;
     state.slot = table.find(state.partition, state.identity);  // inserted meanwhile?
-    return state.slot >= 0 && current_state(handle, table.entry(state.partition, state.slot), clock_now(), stored);
+    return state.slot >= 0 && current_state(handle, table.entry(state.partition, state.slot), stored);
 }
 
 void memory_rely_on_absence(StateHandle *, int16) {}
@@ -83,7 +84,6 @@ void memory_rely_on_absence(StateHandle *, int16) {}
 int memory_peek(StateHandle *handle, ShardRow *rows, int capacity) {
     const MemoryStore &memory = memory_store();
     core::MemoryTable &table = table_of(memory);
-    const core::Micros now = clock_now();
     int count = 0;
     for (int shard = 0; shard < handle->target.limit.shards && count < capacity; ++shard) {
         const core::MemoryIdentity identity = memory_identity(
@@ -97,7 +97,7 @@ int memory_peek(StateHandle *handle, ShardRow *rows, int capacity) {
             const bool busy = !LWLockConditionalAcquire(lock, LW_EXCLUSIVE);
             if (busy) LWLockAcquire(lock, LW_EXCLUSIVE);
             core::State state;
-            if (current_state(handle, table.entry(partition, slot), now, &state))
+            if (current_state(handle, table.entry(partition, slot), &state))
                 rows[count++] = ShardRow{state, static_cast<int16>(shard), busy};
             LWLockRelease(lock);
         }
@@ -110,7 +110,9 @@ int memory_peek(StateHandle *handle, ShardRow *rows, int capacity) {
 void store(StateHandle *handle, int16 shard, const core::State &next) {
     MemoryState &state = handle->memory;
     core::MemoryTable &table = table_of(memory_store());
-    const core::Micros now = clock_now();
+    // The decision's time (its clock read; later than the clock only if the clock stepped back, which
+    // makes full_at later: never an early eviction).
+    const core::Micros now = next.ts;
     if (state.slot < 0) {
         const core::MemoryInsert inserted = table.insert(state.partition, state.identity, state.definition, now);
         memory_note_evictions(inserted.evicted);
