@@ -40,8 +40,8 @@ color(s) = s eq "select1" ? 0x888888 : s eq "update" ? 0x1f77b4 : s eq "upsert" 
            s eq "ext_memory" || s eq "many_memory" ? 0x2ca02c : \
            s eq "many_durable" ? 0x000000 : 0xff7f0e
 # Batches share their mode's colour, dashed, with a square point.
-dash(s) = s eq "select1" || s eq "ext_denied" || s[1:5] eq "many" ? 2 : 1
-point(s) = s[1:5] eq "many" ? 5 : 7
+dash(s) = s eq "select1" || s eq "ext_denied" || s[1:4] eq "many" ? 2 : 1
+point(s) = s[1:4] eq "many" ? 5 : 7
 # NaN for the rows of other series: only the selected (panel, system) rows are plotted.
 pick(p, s, col) = (strcol(1) eq p && strcol(2) eq s) ? column(col) : NaN
 
@@ -51,7 +51,9 @@ set multiplot title "pg_ratelimit benchmark: throughput and p99 latency (of one 
 set grid
 set xtics (1, 2, 4, 8)
 set logscale x 2
-set xrange [0.8:10]
+# run.sh passes the largest client count of the run (a run of 1 and 2 clients needs no room up to 8).
+if (!exists("maxclients")) maxclients = 8
+set xrange [0.8:maxclients * 1.25]
 set logscale y
 set nokey
 set size width, 0.43

@@ -120,8 +120,9 @@ stop_cluster
 # The panels (synchronous_commit x keys) and systems the run measured, in the order they appear.
 panels=$(awk -F'\t' '!/^#/ && !seen[$1]++ { printf "%s ", $1 }' "$out/plot.tsv")
 systems=$(awk -F'\t' '!/^#/ && !seen[$2]++ { printf "%s ", $2 }' "$out/plot.tsv")
+maxclients=$(awk -F'\t' '!/^#/ && $3 > max { max = $3 } END { print max + 0 }' "$out/plot.tsv")
 if [ -n "$panels" ]; then
-    gnuplot -e "datafile='$out/plot.tsv'; outfile='$out/plot.png'; panels='$panels'; systems='$systems'" \
+    gnuplot -e "datafile='$out/plot.tsv'; outfile='$out/plot.png'; panels='$panels'; systems='$systems'; maxclients=$maxclients" \
         -e "subtitle='$mode run, $(date -u +%Y-%m-%d)'" "$ROOT/bench/plot.gp"
 else
     log "no autocommit cells were measured: no plot"

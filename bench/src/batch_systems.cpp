@@ -73,7 +73,7 @@ class ManySystem : public System {
   public:
     ManySystem(const Params &p, const std::string &storage, const std::vector<std::string> &keys)
         : System("many_" + storage,
-                 "rate_limit_request_many (" + storage + "), " + std::to_string(p.batch) + " keys per call"),
+                 "rate_limit_request_many (" + storage + "): " + std::to_string(p.batch) + " keys per call"),
           params_(p),
           limit_(storage_limit(p, storage)),
           keys_(keys) {}
