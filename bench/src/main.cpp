@@ -314,9 +314,11 @@ void prepare_database(pqxx::connection &admin, const Options &o, Meta &footprint
     for (const std::string storage : {"unlogged", "memory"}) {
         if (!uses_storage(o, storage)) continue;
         const std::string &limit = storage_limit(o.params, storage);
-        if (tx.exec("SELECT 1 FROM rate_limit_config WHERE name = " + tx.quote(limit)).empty())
-            throw std::runtime_error("the limit " + limit + " (storage " + storage +
-                                     ") is missing: memory needs shared_preload_libraries = 'pg_ratelimit'");
+        if (tx.exec("SELECT 1 FROM rate_limit_config WHERE name = " + tx.quote(limit)).empty()) {
+            std::string message = "the limit " + limit;
+            message += " (storage " + storage + ") is missing: memory needs shared_preload_libraries = 'pg_ratelimit'";
+            throw std::runtime_error(message);
+        }
         limits.push_back(limit);
     }
     const auto preload = [&](const std::string &limit) {
