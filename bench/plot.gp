@@ -1,7 +1,10 @@
-# Throughput and p99 latency by clients, one column per (synchronous_commit, key distribution).
+# Throughput (decisions per second) and p99 latency by clients, one column per (synchronous_commit, key
+# distribution).
 #   gnuplot -e "datafile='plot.tsv'; outfile='plot.png'; subtitle='...'" bench/plot.gp
-# plot.tsv (written by pg_ratelimit_bench): panel, system, clients, tps, p50_us, p99_us, p999_us; the
-# rows of one (panel, system) series are contiguous, so each series is drawn as one line.
+# plot.tsv (written by pg_ratelimit_bench): panel, system, clients, tps, p50_us, p99_us, p999_us,
+# decisions_per_s (tps, times the keys per call of a rate_limit_request_many system); the rows of one
+# (panel, system) series are contiguous, so each series is drawn as one line. The batches
+# (many_*) are measured at one client only: a point each.
 if (!exists("datafile")) datafile = 'plot.tsv'
 if (!exists("outfile")) outfile = 'plot.png'
 if (!exists("subtitle")) subtitle = ''
@@ -23,22 +26,34 @@ label(s) = s eq "select1" ? "SELECT 1" : s eq "update" ? "UPDATE one row" : \
            s eq "ext" ? "rate_limit_request" : s eq "ext_sql" ? "rate_limit_request (SQL path)" : \
            s eq "ext_record" ? "rate_limit_request (scalar)" : \
            s eq "ext_denied" ? "rate_limit_request (denied)" : \
-           s eq "redis" ? "Redis GCRA (EVALSHA)" : s
+           s eq "redis" ? "Redis GCRA (EVALSHA)" : \
+           s eq "ext_unlogged" ? "rate_limit_request (unlogged)" : \
+           s eq "ext_memory" ? "rate_limit_request (memory)" : \
+           s eq "many_durable" ? "request_many x1000 (durable)" : \
+           s eq "many_unlogged" ? "request_many x1000 (unlogged)" : \
+           s eq "many_memory" ? "request_many x1000 (memory)" : s
 color(s) = s eq "select1" ? 0x888888 : s eq "update" ? 0x1f77b4 : s eq "upsert" ? 0x2ca02c : \
            s eq "seed" ? 0xd62728 : s eq "ext" ? 0x000000 : s eq "ext_sql" ? 0x8c564b : \
            s eq "ext_record" ? 0x17becf : \
-           s eq "ext_denied" ? 0x9467bd : 0xff7f0e
-dash(s) = s eq "select1" || s eq "ext_denied" ? 2 : 1
+           s eq "ext_denied" ? 0x9467bd : \
+           s eq "ext_unlogged" || s eq "many_unlogged" ? 0x1f77b4 : \
+           s eq "ext_memory" || s eq "many_memory" ? 0x2ca02c : \
+           s eq "many_durable" ? 0x000000 : 0xff7f0e
+# Batches share their mode's colour, dashed, with a square point.
+dash(s) = s eq "select1" || s eq "ext_denied" || s[1:4] eq "many" ? 2 : 1
+point(s) = s[1:4] eq "many" ? 5 : 7
 # NaN for the rows of other series: only the selected (panel, system) rows are plotted.
 pick(p, s, col) = (strcol(1) eq p && strcol(2) eq s) ? column(col) : NaN
 
 # Panels are placed by hand (one column per panel, 2 rows, above a strip for the one legend): a key
 # drawn inside a narrow panel could not lay out its entries in one row.
-set multiplot title "pg_ratelimit benchmark: throughput and p99 latency by clients".(subtitle eq '' ? '' : ' ('.subtitle.')')
+set multiplot title "pg_ratelimit benchmark: throughput and p99 latency (of one call) by clients".(subtitle eq '' ? '' : ' ('.subtitle.')')
 set grid
 set xtics (1, 2, 4, 8)
 set logscale x 2
-set xrange [0.8:10]
+# run.sh passes the largest client count of the run (a run of 1 and 2 clients needs no room up to 8).
+if (!exists("maxclients")) maxclients = 8
+set xrange [0.8:maxclients * 1.25]
 set logscale y
 set nokey
 set size width, 0.43
@@ -47,14 +62,14 @@ col = 0
 do for [p in panels] {
     set origin col * width, 0.50
     set title panel_title(p)
-    set ylabel "calls per second"
+    set ylabel "decisions per second"
     unset xlabel
-    plot for [s in systems] datafile using 3:(pick(p, s, 4)) with linespoints lw 2 pt 7 ps 0.8 \
+    plot for [s in systems] datafile using 3:(pick(p, s, 8)) with linespoints lw 2 pt point(s) ps 0.8 \
          lc rgb color(s) dt dash(s) notitle
     set origin col * width, 0.07
     set ylabel "p99 latency (µs)"
     set xlabel "clients"
-    plot for [s in systems] datafile using 3:(pick(p, s, 6)) with linespoints lw 2 pt 7 ps 0.8 \
+    plot for [s in systems] datafile using 3:(pick(p, s, 6)) with linespoints lw 2 pt point(s) ps 0.8 \
          lc rgb color(s) dt dash(s) notitle
     col = col + 1
 }
@@ -70,5 +85,5 @@ unset border
 unset grid
 set yrange [0:1]
 set key center center horizontal maxrows 1 samplen 3 font ",10"
-plot for [s in systems] NaN with linespoints lw 2 pt 7 ps 0.8 lc rgb color(s) dt dash(s) title label(s)
+plot for [s in systems] NaN with linespoints lw 2 pt point(s) ps 0.8 lc rgb color(s) dt dash(s) title label(s)
 unset multiplot

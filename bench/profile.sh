@@ -22,7 +22,9 @@ ensure_packages "${PACKAGES[@]}" libhiredis-dev linux-perf
 [ "$install" = 1 ] && build_and_install_extension
 cmake -S "$ROOT" -B "$ROOT/build-bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=OFF -DPG_RATELIMIT_BUILD_BENCH=ON >/dev/null
 cmake --build "$ROOT/build-bench" --target pg_ratelimit_bench -j2 >/dev/null
-start_cluster -c shared_buffers=256MB -c max_wal_size=4GB -c checkpoint_timeout=30min -c max_connections=200
+# As bench/run.sh: the extension preloaded (storage => 'memory'), room for 3 entries per key of 100,000.
+start_cluster -c shared_buffers=256MB -c max_wal_size=4GB -c checkpoint_timeout=30min -c max_connections=200 \
+    -c shared_preload_libraries=pg_ratelimit -c pg_ratelimit.memory_keys=300000
 
 "$ROOT/build-bench/bench/pg_ratelimit_bench" --systems "$system" --clients "$clients" --keys-dist uniform \
     --sync off --serializable-clients 0 --no-extra-cell --settle 0 --rounds 1 --warmup 1 --seconds "$seconds" \

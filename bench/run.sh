@@ -8,20 +8,30 @@
 #                               path; SERIALIZABLE at 8 clients on the hot key (limits with 1, 4 and 16
 #                               shards), on uniform keys and on new keys; then the hot key through pgbench
 #                               --max-tries (bench/pgbench_shards.sh). Full protocol (30 rounds of 0.5 s).
+#   bench/run.sh --storage-modes
+#                               the storage modes and batches (about 10 minutes): 2 clients, uniform keys, with
+#                               synchronous_commit off and on, SELECT 1, rate_limit_request on a durable, an
+#                               unlogged and a memory limit, and Redis GCRA; then per synchronous_commit a batch
+#                               cell (1 client): rate_limit_request_many of 1,000 keys per call in each mode
+#                               beside the single calls. Checks that fsync is on and records pg_test_fsync's
+#                               figures for the data directory (fsync.txt). Full protocol.
 # Installs missing Debian packages, builds and installs the extension, builds the harness (CMake),
 # starts a throwaway PostgreSQL 15 and a throwaway Redis, measures, stops both, and writes
 # bench/results/<mode>/{report.md,results.csv,results.json,plot.png}.
 #
+# The server preloads the extension (shared_preload_libraries, for storage => 'memory') with
+# pg_ratelimit.memory_keys at three times the key space (--keys, 100,000 by default).
 # Options of this script (everything else goes to the harness: see `build-bench/bench/pg_ratelimit_bench --help`):
 #   --no-install    benchmark the pg_ratelimit installed in the system's PostgreSQL 15 (no build)
 #   --no-redis      do not start Redis (the GCRA reference is then missing from the report)
-#   --out DIR       results directory (default bench/results/MODE: quick, full or shards-and-paths)
+#   --out DIR       results directory (default bench/results/MODE: quick, full, shards-and-paths or storage-modes)
+#   --keys N        key space (also sizes pg_ratelimit.memory_keys; goes to the harness too)
 # Environment: PGBENCH_SHARDS_ROUNDS (5) and PGBENCH_SHARDS_SECONDS (4) for bench/pgbench_shards.sh.
 # Works as root (the server then runs as the postgres user) and as a normal user (sudo for apt).
 set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/common.sh"
 
-mode=full install=1 redis=1 out='' pgbench_shards=0
+mode=full install=1 redis=1 out='' pgbench_shards=0 keys=100000
 command="bench/run.sh${*:+ $*}"
 harness_args=()
 while [ $# -gt 0 ]; do
@@ -32,10 +42,17 @@ while [ $# -gt 0 ]; do
             # shellcheck disable=SC2054  # the commas are the harness's list syntax
             harness_args+=(--sync off --clients 2 --keys-dist uniform --systems 'select1,seed,ext,ext_sql'
                            --no-extra-cell --serializable-clients 8 --serializable-keys hot,uniform,new) ;;
+        --storage-modes)
+            mode=storage-modes
+            # shellcheck disable=SC2054  # the commas are the harness's list syntax
+            harness_args+=(--sync off,on --clients 2 --keys-dist uniform --batch-clients 1
+                           --systems 'select1,ext,ext_unlogged,ext_memory,redis,many_durable,many_unlogged,many_memory'
+                           --no-extra-cell --serializable-clients 0) ;;
+        --keys) keys=$2; harness_args+=("$1" "$2"); shift ;;
         --no-install) install=0 ;;
         --no-redis) redis=0 ;;
         --out) out=$2; shift ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) harness_args+=("$1") ;;
     esac
     shift
@@ -55,7 +72,19 @@ BENCH=$ROOT/build-bench/bench/pg_ratelimit_bench
 
 # A server sized for the run: checkpoints far apart so that none lands in the middle of one system's
 # run more than another's by design (the harness checkpoints after loading); everything else default.
-start_cluster -c shared_buffers=256MB -c max_wal_size=4GB -c checkpoint_timeout=30min -c max_connections=200
+# The extension is preloaded, as storage => 'memory' needs, with room for three entries per key of the run.
+start_cluster -c shared_buffers=256MB -c max_wal_size=4GB -c checkpoint_timeout=30min -c max_connections=200 \
+    -c shared_preload_libraries=pg_ratelimit -c pg_ratelimit.memory_keys=$(( 3 * keys ))
+if [ "$mode" = storage-modes ]; then
+    # The synchronous_commit=on cells compare commits that wait for a flush: meaningless unless the
+    # flush reaches the disk. Check, and record what one flush costs on the data directory's filesystem.
+    [ "$(psql -XAtc 'SHOW fsync')" = on ] || die "fsync is off: the synchronous_commit=on cells would measure nothing"
+    mkdir -p "$out"
+    log "pg_test_fsync on the data directory's filesystem ($out/fsync.txt)"
+    { echo "# $PG_BIN/pg_test_fsync -s 1 -f <cluster directory>/fsync.test; server: fsync=$(psql -XAtc 'SHOW fsync')," \
+           "wal_sync_method=$(psql -XAtc 'SHOW wal_sync_method'); $(df -PT "$CLUSTER_DIR" | awk 'NR == 2 { print $1, $2 }')"
+      "${RUN_AS_SERVER[@]}" "$PG_BIN/pg_test_fsync" -s 1 -f "$CLUSTER_DIR/fsync.test"; } >"$out/fsync.txt" 2>&1
+fi
 
 REDIS_DIR= REDIS_PID=
 stop_redis() {
@@ -91,8 +120,9 @@ stop_cluster
 # The panels (synchronous_commit x keys) and systems the run measured, in the order they appear.
 panels=$(awk -F'\t' '!/^#/ && !seen[$1]++ { printf "%s ", $1 }' "$out/plot.tsv")
 systems=$(awk -F'\t' '!/^#/ && !seen[$2]++ { printf "%s ", $2 }' "$out/plot.tsv")
+maxclients=$(awk -F'\t' '!/^#/ && $3 > max { max = $3 } END { print max + 0 }' "$out/plot.tsv")
 if [ -n "$panels" ]; then
-    gnuplot -e "datafile='$out/plot.tsv'; outfile='$out/plot.png'; panels='$panels'; systems='$systems'" \
+    gnuplot -e "datafile='$out/plot.tsv'; outfile='$out/plot.png'; panels='$panels'; systems='$systems'; maxclients=$maxclients" \
         -e "subtitle='$mode run, $(date -u +%Y-%m-%d)'" "$ROOT/bench/plot.gp"
 else
     log "no autocommit cells were measured: no plot"

@@ -6,7 +6,7 @@ DROP TABLE IF EXISTS bench_update, bench_bucket;
 DROP FUNCTION IF EXISTS rate_limiting_token_bucket_request(text, int, int);
 DROP TABLE IF EXISTS rate_limiting_token_bucket;
 SELECT rate_limit_drop(name) FROM rate_limit_config
- WHERE name IN ('bench', 'bench_deny', 'bench_shards4', 'bench_shards16');
+ WHERE name IN ('bench', 'bench_deny', 'bench_shards4', 'bench_shards16', 'bench_unlogged', 'bench_memory');
 
 -- The floor for a durable per-key write: one plain UPDATE of one indexed row. The reference tables use
 -- what the extension's state table uses ("C" collation, fillfactor 80 for HOT updates), so that they
@@ -34,3 +34,16 @@ SELECT rate_limit_define('bench_deny', rate => 1, period => '36500 days', capaci
 -- so that concurrent callers of one key write different rows. 'bench' itself is the one-shard case.
 SELECT rate_limit_define('bench_shards4', rate => 1e9, period => '1 second', shards => 4);
 SELECT rate_limit_define('bench_shards16', rate => 1e9, period => '1 second', shards => 16);
+
+-- The same generosity in the other storage modes (bench/run.sh --storage-modes): an UNLOGGED table, and
+-- shared memory, which exists only when the server preloads the extension (shared_preload_libraries =
+-- 'pg_ratelimit'; bench/run.sh starts its server so): elsewhere the memory limit is left undefined, and
+-- the harness says so if a system needs it.
+SELECT rate_limit_define('bench_unlogged', rate => 1e9, period => '1 second', storage => 'unlogged');
+DO $$
+BEGIN
+    IF (SELECT capacity FROM rate_limit_storage WHERE storage = 'memory') > 0 THEN  -- zero unless preloaded
+        PERFORM rate_limit_define('bench_memory', rate => 1e9, period => '1 second', storage => 'memory');
+    END IF;
+END
+$$;

@@ -38,6 +38,8 @@ struct Cell {
     Isolation isolation = Isolation::autocommit;
     // A server setting applied for this cell only ("name=value"), empty for the main matrix.
     std::string setting;
+    // The batch cell: rate_limit_request_many beside single calls (its own table in the report).
+    bool batch = false;
 };
 
 // Counted by the workers and the runner over one run.
@@ -82,6 +84,9 @@ class System {
     const std::string &id() const { return id_; }
     const std::string &label() const { return label_; }
     virtual std::unique_ptr<Worker> connect() = 0;
+    // Rate-limit decisions one call makes: 1, or the keys of one batch (rate_limit_request_many), so that
+    // the report can give decisions per second beside calls per second.
+    virtual int decisions_per_call() const { return 1; }
 
   private:
     std::string id_;

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "bench.hpp"
+#include "footprint.hpp"
 #include "report.hpp"
 #include "systems.hpp"
 
@@ -51,6 +52,9 @@ struct Options {
     std::vector<Dist> serializable_dists{Dist::hot, Dist::uniform, Dist::fresh};
     bool serializable_only = false;
     int keys = 100000;
+    // The batch cell (one per synchronous_commit setting, uniform keys) of the rate_limit_request_many
+    // systems, with the single-call systems of the run beside them.
+    int batch_clients = 1;
     // One more cell (synchronous_commit=off, uniform keys, 2 clients) with this server setting: on
     // PostgreSQL 15 every async commit wakes the WAL writer (a signal and a context switch) unless it
     // flushes as it writes, which costs every writing system alike (see BENCHMARKS.md).
@@ -77,9 +81,14 @@ struct Options {
   --clients LIST          client counts (1,2,8)
   --sync LIST             synchronous_commit settings (off,on)
   --keys-dist LIST        key distributions (uniform,hot)
-  --systems LIST          select1,update,upsert,seed,ext,ext_sql,ext_record,ext_denied,redis (all of these);
+  --systems LIST          select1,update,upsert,seed,ext,ext_sql,ext_record,ext_denied,redis (the default);
                           ext_sql is ext on connections with pg_ratelimit.access_path = sql; ext_record is
-                          the call in the seed's form, as a scalar: SELECT rate_limit_request($1, $2)
+                          the call in the seed's form, as a scalar: SELECT rate_limit_request($1, $2);
+                          also ext_unlogged and ext_memory (ext is durable: limits with storage =>
+                          'unlogged' and 'memory'; memory needs shared_preload_libraries = 'pg_ratelimit')
+                          and many_durable, many_unlogged, many_memory (rate_limit_request_many, --batch
+                          keys per call, in a cell of their own per synchronous_commit setting: uniform
+                          keys, --batch-clients clients, with the run's single-call systems beside them)
   --serializable-clients N  clients of the SERIALIZABLE cells (8; 0: none)
   --serializable-keys LIST  their keys: hot,uniform,new (all three); new: a key no call has used, every call
                           creates a row; the hot key's cell also runs limits with 4 and 16 hot-key shards
@@ -88,6 +97,8 @@ struct Options {
                           (wal_writer_flush_after=0)
   --no-extra-cell         no such cell
   --keys N                key space of the uniform distribution (100000)
+  --batch N               keys per rate_limit_request_many call of the many_* systems (1000)
+  --batch-clients N       clients of the batch cell (1)
   --redis ADDR            Redis unix socket path or host:port (none: Redis not measured)
   --conninfo STR          libpq connection string ("" = PG* environment); needs a superuser
   --retry-max-attempts N  client library retry policy for SERIALIZABLE (library default)
@@ -183,6 +194,10 @@ Options parse(int argc, char **argv) {
             o.extra_setting.clear();
         } else if (arg == "--keys") {
             o.keys = std::max(1, to_int(value(), "--keys"));
+        } else if (arg == "--batch") {
+            o.params.batch = std::max(1, to_int(value(), "--batch"));
+        } else if (arg == "--batch-clients") {
+            o.batch_clients = std::max(1, to_int(value(), "--batch-clients"));
         } else if (arg == "--redis") {
             o.redis = value();
         } else if (arg == "--conninfo") {
@@ -210,7 +225,8 @@ Options parse(int argc, char **argv) {
     }
     for (const auto &s : o.systems)
         if (s != "select1" && s != "update" && s != "upsert" && s != "seed" && s != "ext" && s != "ext_sql" &&
-            s != "ext_denied" && s != "ext_record" && s != "redis")
+            s != "ext_denied" && s != "ext_record" && s != "redis" && s != "ext_unlogged" && s != "ext_memory" &&
+            s != "many_durable" && s != "many_unlogged" && s != "many_memory")
             usage("unknown system " + s);
     if (o.redis.empty()) o.systems.erase(std::remove(o.systems.begin(), o.systems.end(), "redis"), o.systems.end());
     if (o.serializable_only && (o.serializable_clients == 0 || o.serializable_dists.empty()))
@@ -264,7 +280,13 @@ void step(const std::string &what, F &&f) {
     std::cerr << std::chrono::duration<double>(Clock::now() - t0).count() << " s\n";
 }
 
-void prepare_database(pqxx::connection &admin, const Options &o) {
+bool uses_storage(const Options &o, const std::string &storage) {
+    for (const auto &s : o.systems)
+        if (s == "ext_" + storage || s == "many_" + storage) return true;
+    return false;
+}
+
+void prepare_database(pqxx::connection &admin, const Options &o, Meta &footprints) {
     const std::string sql_dir = o.source_dir + "/sql/";
     const std::string n = std::to_string(o.keys);
     const std::string refill = std::to_string(o.params.refill_per_sec);
@@ -286,14 +308,35 @@ void prepare_database(pqxx::connection &admin, const Options &o) {
         tx.exec("SELECT count(rate_limiting_token_bucket_request('k' || g, " + refill + ", " + window +
                 ")) FROM generate_series(0, " + n + " - 1) g");
     });
-    step("preload rate_limit_request (admitting and denying limits)", [&] {
-        for (const std::string &limit : {o.params.limit, o.params.deny_limit})
-            tx.exec("SELECT count(*) FROM generate_series(0, " + n + " - 1) g, rate_limit_request('k' || g, " +
-                    tx.quote(limit) + ") r WHERE r.allowed");
+    // The limits of the other storage modes only when a system uses them (setup.sql defines the memory one
+    // only when the server preloads the extension).
+    std::vector<std::string> limits{o.params.limit};
+    for (const std::string storage : {"unlogged", "memory"}) {
+        if (!uses_storage(o, storage)) continue;
+        const std::string &limit = storage_limit(o.params, storage);
+        if (tx.exec("SELECT 1 FROM rate_limit_config WHERE name = " + tx.quote(limit)).empty()) {
+            std::string message = "the limit " + limit;
+            message += " (storage " + storage + ") is missing: memory needs shared_preload_libraries = 'pg_ratelimit'";
+            throw std::runtime_error(message);
+        }
+        limits.push_back(limit);
+    }
+    const auto preload = [&](const std::string &limit) {
+        tx.exec("SELECT count(*) FROM generate_series(0, " + n + " - 1) g, rate_limit_request('k' || g, " +
+                tx.quote(limit) + ") r WHERE r.allowed");
+    };
+    step("preload rate_limit_request (admitting limits: " + std::to_string(limits.size()) + " storage modes)", [&] {
+        for (const auto &limit : limits) preload(limit);
     });
+    // Each mode now holds the keys of one limit: what a key costs in each, before the denying limit's keys
+    // join the durable table.
+    if (limits.size() > 1) footprints = storage_footprint(tx, "after the load of " + n + " keys");
+    step("preload rate_limit_request (denying limit)", [&] { preload(o.params.deny_limit); });
     for (const std::string &sql : o.after_load) step(sql, [&] { tx.exec(sql); });
     step("VACUUM ANALYZE, CHECKPOINT", [&] {
-        tx.exec("VACUUM ANALYZE bench_update, bench_bucket, rate_limiting_token_bucket, rate_limit_state");
+        tx.exec(
+            "VACUUM ANALYZE bench_update, bench_bucket, rate_limiting_token_bucket, rate_limit_state,"
+            " rate_limit_state_unlogged");
         tx.exec("CHECKPOINT");
     });
 }
@@ -397,7 +440,9 @@ CellSummary run_cell(const CellPlan &plan, const Options &o, const std::vector<s
     std::snprintf(head, sizeof(head), "[%2d/%d] sync=%-3s %-7s %d client%s%s%s ", index, total,
                   plan.cell.sync_commit ? "on" : "off", dist_name(plan.cell.dist), plan.cell.clients,
                   plan.cell.clients == 1 ? " " : "s",
-                  plan.cell.isolation == Isolation::serializable ? " SERIALIZABLE" : "",
+                  plan.cell.isolation == Isolation::serializable ? " SERIALIZABLE"
+                  : plan.cell.batch                              ? " batches"
+                                                                 : "",
                   plan.cell.setting.empty() ? "" : (" " + plan.cell.setting).c_str());
     std::cerr << head << std::flush;
 
@@ -421,11 +466,13 @@ CellSummary run_cell(const CellPlan &plan, const Options &o, const std::vector<s
     workers.clear();
 
     std::vector<std::string> ids, labels;
+    std::vector<int> decisions;
     for (System *s : plan.systems) {
         ids.push_back(s->id());
         labels.push_back(s->label());
+        decisions.push_back(s->decisions_per_call());
     }
-    CellSummary summary = summarize(plan.cell, ids, labels, rounds);
+    CellSummary summary = summarize(plan.cell, ids, labels, rounds, decisions);
     summary.wall_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     std::cerr << ' ';
     for (const auto &s : summary.systems) {
@@ -502,7 +549,8 @@ int run(int argc, char **argv) {
     for (int i = 0; i < o.keys; ++i) keys.push_back("k" + std::to_string(i));  // keys[0] is the hot key
 
     pqxx::connection admin(o.params.conninfo);
-    prepare_database(admin, o);
+    Meta footprints;
+    prepare_database(admin, o, footprints);
 
     std::string redis_sha, redis_ver;
     // GCRA with the same generosity as the SQL limits: 1 µs per unit (a million per second), a second of
@@ -516,10 +564,16 @@ int run(int argc, char **argv) {
         });
     }
     Meta meta = collect_meta(admin, o, redis_ver);
+    meta.insert(meta.end(), footprints.begin(), footprints.end());
 
     std::vector<std::unique_ptr<System>> owned;
-    std::vector<System *> plain;
+    std::vector<System *> plain, batch;
     for (const auto &id : o.serializable_only ? std::vector<std::string>{"select1"} : o.systems) {
+        if (id.rfind("many_", 0) == 0) {
+            owned.push_back(make_ext_many(o.params, id.substr(5), keys));
+            batch.push_back(owned.back().get());
+            continue;
+        }
         if (id == "select1") owned.push_back(make_select1(o.params));
         if (id == "update") owned.push_back(make_update_floor(o.params));
         if (id == "upsert") owned.push_back(make_upsert(o.params));
@@ -527,6 +581,7 @@ int run(int argc, char **argv) {
         if (id == "ext") owned.push_back(make_ext(o.params));
         if (id == "ext_sql") owned.push_back(make_ext_sql(o.params));
         if (id == "ext_denied") owned.push_back(make_ext_denied(o.params));
+        if (id == "ext_unlogged" || id == "ext_memory") owned.push_back(make_ext_storage(o.params, id.substr(4)));
         if (id == "ext_record") owned.push_back(make_ext_record(o.params));
         if (id == "redis") owned.push_back(make_redis_gcra(o.redis, redis_sha, EMISSION_US, BURST));
         plain.push_back(owned.back().get());
@@ -571,6 +626,14 @@ int run(int argc, char **argv) {
             for (Dist d : o.serializable_dists)
                 plans.push_back({Cell{sync, d, o.serializable_clients, Isolation::serializable, ""},
                                  d == Dist::hot ? serializable_hot : serializable});
+        // The batches beside the single calls of the run (Redis aside: it has no batch counterpart here).
+        if (!batch.empty()) {
+            std::vector<System *> systems;
+            for (System *s : plain)
+                if (s->id() != "redis") systems.push_back(s);
+            systems.insert(systems.end(), batch.begin(), batch.end());
+            plans.push_back({Cell{sync, Dist::uniform, o.batch_clients, Isolation::autocommit, "", true}, systems});
+        }
         if (!sync && !o.extra_setting.empty() && !plain.empty())
             plans.push_back({Cell{sync, Dist::uniform, 2, Isolation::autocommit, o.extra_setting}, plain});
         total += static_cast<int>(plans.size());
@@ -609,6 +672,11 @@ int run(int argc, char **argv) {
         }
     }
     set_server_setting(admin, o, "synchronous_commit", "");
+    if (!footprints.empty()) {
+        pqxx::nontransaction tx(admin);
+        const Meta after = storage_footprint(tx, "after the run");
+        meta.insert(meta.end(), after.begin(), after.end());
+    }
 
     write_csv(o.out + "/results.csv", cells);
     write_json(o.out + "/results.json", meta, cells);

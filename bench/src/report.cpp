@@ -21,10 +21,10 @@ const SystemSummary *find(const CellSummary &cell, const std::string &id) {
 }
 
 const CellSummary *find_cell(const std::vector<CellSummary> &cells, bool sync, Dist dist, int clients, Isolation iso,
-                             const std::string &setting = "") {
+                             const std::string &setting = "", bool batch = false) {
     for (const auto &c : cells)
         if (c.cell.sync_commit == sync && c.cell.dist == dist && c.cell.clients == clients && c.cell.isolation == iso &&
-            c.cell.setting == setting)
+            c.cell.setting == setting && c.cell.batch == batch)
             return &c;
     return nullptr;
 }
@@ -139,13 +139,14 @@ double retried_per_thousand(const Counters &t) {
 }  // namespace
 
 CellSummary summarize(const Cell &cell, const std::vector<std::string> &ids, const std::vector<std::string> &labels,
-                      std::vector<std::vector<RunResult>> &rounds) {
+                      std::vector<std::vector<RunResult>> &rounds, const std::vector<int> &decisions) {
     CellSummary summary;
     summary.cell = cell;
     for (std::size_t j = 0; j < ids.size(); ++j) {
         SystemSummary s;
         s.id = ids[j];
         s.label = labels[j];
+        s.decisions_per_call = j < decisions.size() ? decisions[j] : 1;
         std::vector<double> tps;
         std::vector<std::int64_t> pooled;
         for (auto &round : rounds) {
@@ -157,6 +158,7 @@ CellSummary summarize(const Cell &cell, const std::vector<std::string> &ids, con
             tps.push_back(r.tps);
         }
         s.tps = median(tps);
+        s.decisions_per_s = s.tps * s.decisions_per_call;
         if (s.tps > 0 && tps.size() >= 2) {
             std::sort(tps.begin(), tps.end());
             const auto at = [&](double q) { return tps[static_cast<std::size_t>(std::lround(q * (tps.size() - 1)))]; };
@@ -196,6 +198,7 @@ std::string cell_title(const Cell &cell) {
         << cell.clients << (cell.clients == 1 ? " client" : " clients");
     if (cell.isolation == Isolation::serializable) out << ", SERIALIZABLE";
     if (!cell.setting.empty()) out << ", " << cell.setting;
+    if (cell.batch) out << ", batches beside single calls";
     return out.str();
 }
 
@@ -221,6 +224,66 @@ std::string retry_figures(const SystemSummary &s) {
         << " calls), " << thousands(static_cast<double>(t.serialization_failures)) << " × 40001, " << t.errors
         << " errors to the application; " << thousands(s.tps) << " calls/s, p99 " << micros(s.p99_us) << " µs";
     return out.str();
+}
+
+// Issue 10's targets for the storage modes and batches, where the run measured them (bench/run.sh
+// --storage-modes): 2 clients, uniform keys; the batch cells at their clients (1).
+void storage_mode_targets(const std::vector<CellSummary> &cells, std::vector<TargetRow> &rows) {
+    const auto tps = [](const RunResult &x) { return x.tps; };
+    for (const bool sync : {false, true}) {
+        const std::string where = std::string(", 2 clients, uniform, sync ") + sync_name(sync);
+        const CellSummary *c = find_cell(cells, sync, Dist::uniform, 2, Isolation::autocommit);
+        const SystemSummary *memory = c ? find(*c, "ext_memory") : nullptr;
+        const SystemSummary *select1 = c ? find(*c, "select1") : nullptr;
+        if (memory != nullptr && select1 != nullptr) {
+            rows.push_back({"memory ≥ 0.8× `SELECT 1`" + where,
+                            ratio(memory->tps_vs_select1) + "× (" + thousands(memory->tps) + " vs " +
+                                thousands(select1->tps) + " tps)",
+                            sync ? "reported" : yes_no(memory->tps_vs_select1 >= 0.8)});
+            for (const char *id : {"ext", "ext_unlogged"})
+                if (const SystemSummary *s = find(*c, id))
+                    rows.push_back(
+                        {std::string("(") + (s->id == "ext" ? "durable" : "unlogged") + " ÷ `SELECT 1`" + where + ")",
+                         ratio(s->tps_vs_select1) + "× (" + thousands(s->tps) + " tps)", "reported"});
+        }
+        const SystemSummary *redis = c ? find(*c, "redis") : nullptr;
+        if (memory != nullptr && redis != nullptr) {
+            const double r = paired_ratio(*memory, redis, tps);
+            rows.push_back({"memory ≥ 2× the Redis GCRA script" + where,
+                            ratio(r) + "× (" + thousands(memory->tps) + " vs " + thousands(redis->tps) + " tps)",
+                            sync ? "reported" : yes_no(r >= 2.0)});
+        }
+        const SystemSummary *durable = c ? find(*c, "ext") : nullptr;
+        const SystemSummary *unlogged = c ? find(*c, "ext_unlogged") : nullptr;
+        if (durable != nullptr && unlogged != nullptr) {
+            const double r = paired_ratio(*unlogged, durable, tps);
+            rows.push_back({"unlogged ≥ 2× durable" + where,
+                            ratio(r) + "× (" + thousands(unlogged->tps) + " vs " + thousands(durable->tps) + " tps)",
+                            sync ? yes_no(r >= 2.0) : "reported"});
+        }
+        for (const auto &b : cells) {
+            if (!b.cell.batch || b.cell.sync_commit != sync) continue;
+            const std::string at = ", " + std::to_string(b.cell.clients) +
+                                   (b.cell.clients == 1 ? " client" : " clients") + ", sync " + sync_name(sync);
+            if (const SystemSummary *many = find(b, "many_memory"))
+                rows.push_back({"memory batches ≥ 1,000,000 decisions/s" + at,
+                                thousands(many->decisions_per_s) + " decisions/s (" + thousands(many->tps) +
+                                    " calls/s × " + thousands(many->decisions_per_call) + ")",
+                                sync ? "reported" : yes_no(many->decisions_per_s >= 1e6)});
+            const SystemSummary *single = find(b, "ext");
+            for (const char *id : {"many_durable", "many_unlogged"}) {
+                const SystemSummary *many = find(b, id);
+                if (many == nullptr || single == nullptr) continue;
+                const double r = paired_ratio(*many, single, tps) * many->decisions_per_call;
+                const bool is_durable = many->id == "many_durable";
+                rows.push_back({std::string(is_durable ? "durable" : "(unlogged)") +
+                                    " batches ≥ 5× the decisions/s of single durable calls" + at,
+                                ratio(r) + "× (" + thousands(many->decisions_per_s) + " vs " + thousands(single->tps) +
+                                    " decisions/s)",
+                                is_durable && !sync ? yes_no(r >= 5.0) : "reported"});
+            }
+        }
+    }
 }
 
 }  // namespace
@@ -326,6 +389,7 @@ std::vector<TargetRow> evaluate_targets(const std::vector<CellSummary> &cells) {
                 rows.push_back({where + ", shards => 4 vs one row", measured.str(), "reported"});
         }
     }
+    storage_mode_targets(cells, rows);
     return rows;
 }
 
@@ -333,7 +397,9 @@ void write_csv(const std::string &path, const std::vector<CellSummary> &cells) {
     std::ofstream out = open_out(path);
     out << "synchronous_commit,keys,clients,isolation,setting,system,label,rounds,tps,tps_spread,p50_us,p99_us,p999_us,"
            "tps_vs_select1,tps_vs_seed,p50_vs_select1,p50_vs_seed,p99_vs_select1,p99_vs_seed,p999_vs_select1,"
-           "p999_vs_seed,calls,denied,errors,retries,serialization_failures,deadlocks,retried_calls,exhausted\n";
+           "p999_vs_seed,calls,denied,errors,retries,serialization_failures,deadlocks,retried_calls,exhausted,batch_"
+           "cell,"
+           "decisions_per_call,decisions_per_s\n";
     for (const auto &c : cells)
         for (const auto &s : c.systems) {
             const Counters &t = s.total;
@@ -346,7 +412,8 @@ void write_csv(const std::string &path, const std::vector<CellSummary> &cells) {
                 << fixed(s.p99_vs_select1, 4) << ',' << fixed(s.p99_vs_seed, 4) << ',' << fixed(s.p999_vs_select1, 4)
                 << ',' << fixed(s.p999_vs_seed, 4) << ',' << t.calls << ',' << t.denied << ',' << t.errors << ','
                 << t.retries << ',' << t.serialization_failures << ',' << t.deadlocks << ',' << t.retried_calls << ','
-                << t.exhausted << '\n';
+                << t.exhausted << ',' << (c.cell.batch ? 1 : 0) << ',' << s.decisions_per_call << ','
+                << fixed(s.decisions_per_s, 1) << '\n';
         }
 }
 
@@ -362,13 +429,16 @@ void write_json(const std::string &path, const Meta &meta, const std::vector<Cel
             << ", \"keys\": " << json_string(dist_name(c.cell.dist)) << ", \"clients\": " << c.cell.clients
             << ", \"isolation\": "
             << json_string(c.cell.isolation == Isolation::serializable ? "serializable" : "autocommit")
-            << ", \"setting\": " << json_string(c.cell.setting) << ", \"wall_seconds\": " << json_number(c.wall_seconds)
-            << ",\n     \"systems\": [";
+            << ", \"setting\": " << json_string(c.cell.setting)
+            << ", \"batch_cell\": " << (c.cell.batch ? "true" : "false")
+            << ", \"wall_seconds\": " << json_number(c.wall_seconds) << ",\n     \"systems\": [";
         for (std::size_t si = 0; si < c.systems.size(); ++si) {
             const SystemSummary &s = c.systems[si];
             const Counters &t = s.total;
             out << (si ? "," : "") << "\n      {\"system\": " << json_string(s.id)
                 << ", \"label\": " << json_string(s.label) << ", \"tps\": " << json_number(s.tps)
+                << ", \"decisions_per_call\": " << s.decisions_per_call
+                << ", \"decisions_per_s\": " << json_number(s.decisions_per_s)
                 << ", \"tps_spread\": " << json_number(s.tps_spread) << ", \"p50_us\": " << json_number(s.p50_us)
                 << ", \"p99_us\": " << json_number(s.p99_us) << ", \"p999_us\": " << json_number(s.p999_us)
                 << ",\n       \"ratios\": {\"tps_vs_select1\": " << json_number(s.tps_vs_select1)
@@ -419,35 +489,41 @@ void write_markdown(const std::string &path, const Meta &meta, const std::vector
         Dist dist;
         Isolation iso;
         std::string setting;
+        bool batch;
         bool has(const Cell &c) const {
-            return sync == c.sync_commit && dist == c.dist && iso == c.isolation && setting == c.setting;
+            return sync == c.sync_commit && dist == c.dist && iso == c.isolation && setting == c.setting &&
+                   batch == c.batch;
         }
     };
     std::vector<Group> groups;
     for (const auto &c : cells) {
         bool seen = false;
         for (const auto &g : groups) seen = seen || g.has(c.cell);
-        if (!seen) groups.push_back({c.cell.sync_commit, c.cell.dist, c.cell.isolation, c.cell.setting});
+        if (!seen) groups.push_back({c.cell.sync_commit, c.cell.dist, c.cell.isolation, c.cell.setting, c.cell.batch});
     }
     for (const auto &g : groups) {
         out << "\n### synchronous_commit=" << sync_name(g.sync) << ", " << dist_title(g.dist)
             << (g.iso == Isolation::serializable ? ", each call a SERIALIZABLE transaction with retries" : "")
-            << (g.setting.empty() ? "" : ", server setting " + g.setting) << "\n\n";
+            << (g.setting.empty() ? "" : ", server setting " + g.setting)
+            << (g.batch ? ", batches (rate_limit_request_many) beside single calls" : "") << "\n\n";
         const bool ser = g.iso == Isolation::serializable;
-        out << "| clients | system | tps | ÷S1 | ÷seed | p50 µs | ÷S1 | ÷seed | p99 µs | ÷S1 | ÷seed | p99.9 µs | ÷S1 "
-               "| ÷seed |"
+        // Batches: calls per second and decisions per second (calls x keys per call).
+        const bool dec = g.batch;
+        out << "| clients | system | tps |" << (dec ? " decisions/s |" : "")
+            << " ÷S1 | ÷seed | p50 µs | ÷S1 | ÷seed | p99 µs | ÷S1 | ÷seed | p99.9 µs | ÷S1 | ÷seed |"
             << (ser ? " calls | retried calls | retried per 1,000 | retries | 40001 | errors to app |" : "") << "\n";
-        out << "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|" << (ser ? "--:|--:|--:|--:|--:|--:|" : "")
-            << "\n";
+        out << "|--:|---|--:|" << (dec ? "--:|" : "") << "--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+            << (ser ? "--:|--:|--:|--:|--:|--:|" : "") << "\n";
         std::vector<std::string> notes;
         for (const auto &c : cells) {
             if (!g.has(c.cell)) continue;
             for (const auto &s : c.systems) {
                 out << "| " << c.cell.clients << " | " << s.label << " | " << thousands(s.tps) << " | "
-                    << ratio(s.tps_vs_select1) << " | " << ratio(s.tps_vs_seed) << " | " << micros(s.p50_us) << " | "
-                    << ratio(s.p50_vs_select1) << " | " << ratio(s.p50_vs_seed) << " | " << micros(s.p99_us) << " | "
-                    << ratio(s.p99_vs_select1) << " | " << ratio(s.p99_vs_seed) << " | " << micros(s.p999_us) << " | "
-                    << ratio(s.p999_vs_select1) << " | " << ratio(s.p999_vs_seed) << " |";
+                    << (dec ? thousands(s.decisions_per_s) + " | " : "") << ratio(s.tps_vs_select1) << " | "
+                    << ratio(s.tps_vs_seed) << " | " << micros(s.p50_us) << " | " << ratio(s.p50_vs_select1) << " | "
+                    << ratio(s.p50_vs_seed) << " | " << micros(s.p99_us) << " | " << ratio(s.p99_vs_select1) << " | "
+                    << ratio(s.p99_vs_seed) << " | " << micros(s.p999_us) << " | " << ratio(s.p999_vs_select1) << " | "
+                    << ratio(s.p999_vs_seed) << " |";
                 const Counters &t = s.total;
                 if (ser)
                     out << " " << thousands(static_cast<double>(t.calls)) << " | "
@@ -483,29 +559,41 @@ void write_markdown(const std::string &path, const Meta &meta, const std::vector
 void write_plot_data(const std::string &path, const std::vector<CellSummary> &cells) {
     std::ofstream out = open_out(path);
     // Rows of one (panel, system) series are contiguous and ordered by clients, so gnuplot draws each
-    // series as one line.
-    out << "# panel\tsystem\tclients\ttps\tp50_us\tp99_us\tp999_us\n";
+    // series as one line. decisions_per_s is what the plot shows: tps, times the keys per call of a batch.
+    out << "# panel\tsystem\tclients\ttps\tp50_us\tp99_us\tp999_us\tdecisions_per_s\n";
     std::vector<std::string> panels, systems;
     const auto add = [](std::vector<std::string> &v, const std::string &x) {
         for (const auto &y : v)
             if (y == x) return;
         v.push_back(x);
     };
+    const auto panel_of = [](const Cell &c) { return std::string(sync_name(c.sync_commit)) + "-" + dist_name(c.dist); };
     for (const auto &c : cells) {
         if (c.cell.isolation != Isolation::autocommit || !c.cell.setting.empty()) continue;
-        add(panels, std::string(sync_name(c.cell.sync_commit)) + "-" + dist_name(c.cell.dist));
+        add(panels, panel_of(c.cell));
         for (const auto &s : c.systems) add(systems, s.id);
     }
     for (const auto &panel : panels)
-        for (const auto &system : systems)
-            for (const auto &c : cells) {
-                if (c.cell.isolation != Isolation::autocommit || !c.cell.setting.empty()) continue;
-                if (std::string(sync_name(c.cell.sync_commit)) + "-" + dist_name(c.cell.dist) != panel) continue;
-                const SystemSummary *s = find(c, system);
-                if (s == nullptr) continue;
-                out << panel << '\t' << system << '\t' << c.cell.clients << '\t' << fixed(s->tps, 1) << '\t'
-                    << fixed(s->p50_us, 1) << '\t' << fixed(s->p99_us, 1) << '\t' << fixed(s->p999_us, 1) << '\n';
-            }
+        for (const auto &system : systems) {
+            // A batch cell's figures join a series at its client count unless a cell of the main matrix
+            // measured that point.
+            std::vector<std::pair<int, const SystemSummary *>> points;
+            for (const bool batch : {false, true})
+                for (const auto &c : cells) {
+                    if (c.cell.isolation != Isolation::autocommit || !c.cell.setting.empty()) continue;
+                    if (c.cell.batch != batch || panel_of(c.cell) != panel) continue;
+                    const SystemSummary *s = find(c, system);
+                    const bool taken = std::any_of(points.begin(), points.end(),
+                                                   [&](const auto &p) { return p.first == c.cell.clients; });
+                    if (s != nullptr && !taken) points.emplace_back(c.cell.clients, s);
+                }
+            std::stable_sort(points.begin(), points.end(),
+                             [](const auto &a, const auto &b) { return a.first < b.first; });
+            for (const auto &[clients, s] : points)
+                out << panel << '\t' << system << '\t' << clients << '\t' << fixed(s->tps, 1) << '\t'
+                    << fixed(s->p50_us, 1) << '\t' << fixed(s->p99_us, 1) << '\t' << fixed(s->p999_us, 1) << '\t'
+                    << fixed(s->decisions_per_s, 1) << '\n';
+        }
 }
 
 }  // namespace bench

@@ -25,7 +25,9 @@ struct SystemSummary {
     double p50_vs_select1 = 0, p50_vs_seed = 0;
     double p99_vs_select1 = 0, p99_vs_seed = 0;
     double p999_vs_select1 = 0, p999_vs_seed = 0;
-    Counters total;  // summed over the rounds
+    Counters total;              // summed over the rounds
+    int decisions_per_call = 1;  // keys per call of a batch system, 1 otherwise
+    double decisions_per_s = 0;  // tps x decisions_per_call
 };
 
 struct CellSummary {
@@ -37,9 +39,10 @@ struct CellSummary {
 // Ordered key/value pairs describing the run (machine, versions, options, command).
 using Meta = std::vector<std::pair<std::string, std::string>>;
 
-// rounds[i][j]: round i of systems[j] (ids and labels in `ids`/`labels`). Consumes the latency samples.
+// rounds[i][j]: round i of systems[j] (ids and labels in `ids`/`labels`, decisions per call in `decisions`,
+// all 1 when empty). Consumes the latency samples.
 CellSummary summarize(const Cell &cell, const std::vector<std::string> &ids, const std::vector<std::string> &labels,
-                      std::vector<std::vector<RunResult>> &rounds);
+                      std::vector<std::vector<RunResult>> &rounds, const std::vector<int> &decisions = {});
 
 std::string cell_title(const Cell &cell);
 

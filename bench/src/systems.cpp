@@ -15,6 +15,17 @@
 #endif
 
 namespace bench {
+
+// Starts a new connection's session, before any transaction object holds it: names it after its system
+// ("bench:ID" in pg_stat_activity.application_name and in the server log's %a, which is how
+// bench/serializable_conflicts.sh attributes predicate locks and errors), then runs the system's session
+// setting (e.g. SQL_PATH_SETTING; nullptr: none). Session-level settings stay for the connection's life.
+void start_session(pqxx::connection &conn, const std::string &system_id, const char *setting) {
+    pqxx::nontransaction tx(conn);
+    tx.exec0("SET application_name = " + tx.quote("bench:" + system_id));
+    if (setting != nullptr) tx.exec0(setting);
+}
+
 namespace {
 
 // --- the statements --------------------------------------------------------------------------------
@@ -39,16 +50,6 @@ constexpr const char *EXT_SQL = "SELECT * FROM rate_limit_request($1, $2)";
 // The same call as a scalar: the decision comes back as one record column, and the executor needs no
 // FunctionScan (which materialises the function's result in a tuplestore).
 constexpr const char *EXT_RECORD_SQL = "SELECT rate_limit_request($1, $2)";
-
-// Starts a new connection's session, before any transaction object holds it: names it after its system
-// ("bench:ID" in pg_stat_activity.application_name and in the server log's %a, which is how
-// bench/serializable_conflicts.sh attributes predicate locks and errors), then runs the system's session
-// setting (e.g. SQL_PATH_SETTING; nullptr: none). Session-level settings stay for the connection's life.
-void start_session(pqxx::connection &conn, const std::string &system_id, const char *setting) {
-    pqxx::nontransaction tx(conn);
-    tx.exec0("SET application_name = " + tx.quote("bench:" + system_id));
-    if (setting != nullptr) tx.exec0(setting);
-}
 
 // --- autocommit PostgreSQL systems -------------------------------------------------------------------
 
@@ -421,6 +422,22 @@ std::unique_ptr<System> make_ext_denied(const Params &p) {
         first_is_true);
 }
 
+const std::string &storage_limit(const Params &p, const std::string &storage) {
+    if (storage == "durable") return p.limit;
+    if (storage == "unlogged") return p.unlogged_limit;
+    if (storage == "memory") return p.memory_limit;
+    throw std::invalid_argument("unknown storage mode " + storage);
+}
+
+std::unique_ptr<System> make_ext_storage(const Params &p, const std::string &storage) {
+    return std::make_unique<PgSystem>(
+        "ext_" + storage, "rate_limit_request (" + storage + ")", p.conninfo, EXT_SQL,
+        [limit = storage_limit(p, storage)](pqxx::transaction_base &tx, const std::string &key) {
+            return tx.exec_prepared("q", key, limit);
+        },
+        first_is_true);
+}
+
 std::unique_ptr<System> make_seed_serializable(const Params &p) {
     return std::make_unique<SerializableSystem>(
         "seed_ser", "seed PL/pgSQL, SERIALIZABLE + retries", p, SEED_SQL,
@@ -490,7 +507,8 @@ std::string statement_sql(const std::string &id) {
     if (id == "update") return UPDATE_SQL;
     if (id == "upsert") return UPSERT_SQL;
     if (id == "seed" || id == "seed_ser") return SEED_SQL;
-    if (id == "ext" || id == "ext_denied") return EXT_SQL;
+    if (id == "ext" || id == "ext_denied" || id == "ext_unlogged" || id == "ext_memory") return EXT_SQL;
+    if (id.rfind("many_", 0) == 0) return MANY_SQL;
     if (id == "ext_sql") return std::string(EXT_SQL) + " (after " + SQL_PATH_SETTING + ")";
     if (id == "ext_record") return EXT_RECORD_SQL;
     if (id == "ext_ser" || id == "ext_ser_patient" || id == "ext_ser_sql" || id.rfind("ext_ser_shards", 0) == 0)

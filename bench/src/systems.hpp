@@ -7,6 +7,7 @@
 #include <memory>
 #include <pqxx/pqxx>
 #include <string>
+#include <vector>
 
 #include "bench.hpp"
 
@@ -20,6 +21,10 @@ struct Params {
     int window_seconds = 60;                // ...and seconds of burst (capacity = refill * window, fits an int)
     std::string limit = "bench";            // pg_ratelimit limit that admits (rate 1e9 per second)
     std::string deny_limit = "bench_deny";  // pg_ratelimit limit whose keys are all exhausted
+    // The same generosity as `limit`, with storage => 'unlogged' and 'memory' (bench/sql/setup.sql).
+    std::string unlogged_limit = "bench_unlogged";
+    std::string memory_limit = "bench_memory";
+    int batch = 1000;  // keys per rate_limit_request_many call
     // The client library's retry policy for the SERIALIZABLE scenario; 0 keeps the library's default.
     int retry_max_attempts = 0;
     int retry_max_elapsed_ms = 0;
@@ -35,6 +40,16 @@ std::unique_ptr<System> make_ext(const Params &p);
 // and heap calls of the default (direct) path.
 std::unique_ptr<System> make_ext_sql(const Params &p);
 std::unique_ptr<System> make_ext_denied(const Params &p);
+// rate_limit_request on the limits with storage => 'unlogged' and 'memory' (ids ext_unlogged, ext_memory);
+// make_ext is the durable one.
+std::unique_ptr<System> make_ext_storage(const Params &p, const std::string &storage);
+// rate_limit_request_many with p.batch keys per call, drawn uniformly from `keys` by the worker itself
+// (whatever key distribution the cell names), on the limit of `storage` ("durable", "unlogged",
+// "memory"; ids many_durable, many_unlogged, many_memory). `keys` must outlive the system's workers.
+std::unique_ptr<System> make_ext_many(const Params &p, const std::string &storage,
+                                      const std::vector<std::string> &keys);
+// The limit a storage mode's systems use: p.limit, p.unlogged_limit or p.memory_limit.
+const std::string &storage_limit(const Params &p, const std::string &storage);
 std::unique_ptr<System> make_ext_record(const Params &p);  // optional: SELECT rate_limit_request(...)
 std::unique_ptr<System> make_seed_serializable(const Params &p);
 // The client library with its default RetryPolicy (what an application gets), and with the patient
@@ -54,6 +69,13 @@ std::unique_ptr<System> make_ext_serializable_shards(const Params &p, int shards
 // rolls back; needs the limit `p.limit` and its preloaded key "k1".
 constexpr const char *SQL_PATH_SETTING = "SET pg_ratelimit.access_path = sql";
 void check_access_paths(pqxx::connection &admin, const Params &p);
+
+// Starts a new connection's session, before any transaction object holds it: names it "bench:ID"
+// (pg_stat_activity.application_name, the server log's %a) and runs `setting` (nullptr: none).
+void start_session(pqxx::connection &conn, const std::string &system_id, const char *setting);
+
+// The statement of the rate_limit_request_many systems (bench/src/batch_systems.cpp).
+extern const char *const MANY_SQL;
 
 // Whether the client library was part of the build (otherwise the SERIALIZABLE scenario uses a local
 // stand-in for run_transaction, and says so in the results).
