@@ -11,7 +11,7 @@
 # Needs the server started with shared_preload_libraries = 'pg_ratelimit'.
 source "$(dirname "$0")/lib.sh"
 setup_review review_f19_user
-KEYS=2000000
+KEYS=4000000
 q -c "SELECT rate_limit_define('bulk', 1e6, '10000 days', storage => 'memory')" \
   -c "CREATE TABLE batch AS SELECT ARRAY(SELECT 'k' || (g % 1000) FROM generate_series(1, $KEYS) g) AS keys" \
   -c "GRANT SELECT ON batch TO review_f19_user" >/dev/null || exit 2
