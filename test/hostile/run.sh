@@ -7,7 +7,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../scripts/common.sh"
 build_and_install_extension
-start_cluster -c max_prepared_transactions=2 -c pg_ratelimit.access_path="${ACCESS_PATH:-direct}"
+start_cluster -c max_prepared_transactions=2 -c shared_preload_libraries=pg_ratelimit -c pg_ratelimit.memory_keys=20000 -c pg_ratelimit.access_path="${ACCESS_PATH:-direct}"
 export SERVER_LOG=$CLUSTER_DIR/server.log
 
 cd "$here" || exit 1
