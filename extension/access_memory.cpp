@@ -114,8 +114,17 @@ void store(StateHandle *handle, int16 shard, const core::State &next) {
     // makes full_at later: never an early eviction).
     const core::Micros now = next.ts;
     if (state.slot < 0) {
-        const core::MemoryInsert inserted = table.insert(state.partition, state.identity, state.definition, now);
+        const core::MemoryInsert inserted =
+            table.insert(state.partition, state.identity, state.definition, now, memory_may_evict_not_full());
         memory_note_evictions(inserted.evicted);
+        if (inserted.slot < 0) {
+            release(handle);
+            ereport(ERROR,
+                    (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED), errmsg("the memory state table is full"),
+                     errdetail("Every entry of the key's partition holds a key that is not back at full capacity, and "
+                               "pg_ratelimit.memory_eviction = none forbids forgetting one."),
+                     errhint("Raise pg_ratelimit.memory_keys and restart the server.")));
+        }
         state.slot = inserted.slot;
     }
     core::MemoryEntry &entry = table.entry(state.partition, state.slot);
@@ -128,7 +137,6 @@ void store(StateHandle *handle, int16 shard, const core::State &next) {
     entry.full_at = now + std::max<core::Micros>(1, core::time_to_full(shard_limit, &next, now, handle->target.origin));
     (void)shard;
     release(handle);
-    memory_report_evictions();
 }
 
 bool memory_lock_latest(StateHandle *handle, int16 shard, core::State *stored) {

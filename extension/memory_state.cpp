@@ -3,6 +3,8 @@
 // forgetting a dropped or redefined limit at commit, and the figures rate_limit_storage shows.
 #include "memory_state.hpp"
 
+#include <cmath>
+
 #include "call_context.hpp"
 #include "clock.hpp"
 #include "core/algorithms.hpp"
@@ -22,6 +24,14 @@ constexpr const char *SAVE_FILE_TEMP = "pg_stat/pg_ratelimit_memory.state.tmp";
 constexpr uint32 SAVE_FILE_MAGIC = 0x524c4d31;  // "RLM1"; a new layout of MemoryEntry needs a new one
 
 int memory_keys = 100000;  // pg_ratelimit.memory_keys
+
+enum class Eviction { lru, none };
+const config_enum_entry EVICTIONS[] = {
+    {"lru", static_cast<int>(Eviction::lru), false},
+    {"none", static_cast<int>(Eviction::none), false},
+    {nullptr, 0, false},
+};
+int memory_eviction = static_cast<int>(Eviction::lru);  // pg_ratelimit.memory_eviction
 bool preloaded = false;
 shmem_request_hook_type previous_shmem_request_hook = nullptr;
 shmem_startup_hook_type previous_shmem_startup_hook = nullptr;
@@ -43,7 +53,8 @@ void table_shape(uint32 *partitions, uint32 *slots) {
     uint32 p = 1;
     while (p < core::MEMORY_TABLE_MAX_PARTITIONS && p * 1024.0 < keys) p <<= 1;
     uint32 s = core::MEMORY_TABLE_MIN_SLOTS;
-    while (s < core::MEMORY_TABLE_MAX_SLOTS && (s - s / 8) * static_cast<double>(p) < keys) s <<= 1;
+    // A partition holds 7/8 of its slots (core::MemoryTable::max_entries).
+    while (s < core::MEMORY_TABLE_MAX_SLOTS && static_cast<double>(s) * 7.0 / 8.0 * p < keys) s <<= 1;
     *partitions = p;
     *slots = s;
 }
@@ -189,10 +200,12 @@ void load_file() {
             ok = false;
             break;
         }
+        ++loaded;
+        // A file only the server's OS user can write; still, a number no decision could store is skipped.
+        if (!std::isfinite(entry.state.value) || std::fabs(entry.state.value) > 2 * core::MAX_UNITS) continue;
         core::memory_identity_rehash(&entry.identity, store.table.seed());
         const uint32 partition = store.table.partition_of(entry.identity.hash);
         (void)store.table.restore(partition, entry, now);
-        ++loaded;
     }
     FreeFile(file);
     if (!ok) {
@@ -212,8 +225,30 @@ PendingForget *pending = nullptr;
 int pending_count = 0;
 int pending_capacity = 0;
 
+// The name a limit's entries are kept under: the database's OID, then the limit's name. Shared memory
+// is the server's, and each database has limits (and keys) of its own.
+struct ScopedName {
+    char bytes[sizeof(Oid) + MAX_LIMIT_NAME_BYTES];
+    size_t length;
+};
+
+ScopedName scoped_name(const char *name, size_t length) {
+    ScopedName scoped;
+    const Oid database = MyDatabaseId;
+    memcpy(scoped.bytes, &database, sizeof(database));
+    length = Min(length, static_cast<size_t>(MAX_LIMIT_NAME_BYTES));
+    memcpy(scoped.bytes + sizeof(database), name, length);
+    scoped.length = sizeof(database) + length;
+    return scoped;
+}
+
+uint64 scoped_limit_hash(const char *name, size_t length) {
+    const ScopedName scoped = scoped_name(name, length);
+    return core::memory_limit_hash(scoped.bytes, scoped.length);
+}
+
 void forget_limit(const char *name) {
-    const uint64 limit_hash = core::memory_limit_hash(name, strlen(name));
+    const uint64 limit_hash = scoped_limit_hash(name, strlen(name));
     const MemoryStore &memory = memory_store();
     for (uint32 partition = 0; partition < memory.table.partitions(); ++partition) {
         LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
@@ -222,7 +257,10 @@ void forget_limit(const char *name) {
     }
 }
 
+void report_evictions();
+
 void on_transaction_end(XactEvent event, void *) {
+    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT) report_evictions();
     if (pending_count == 0) return;
     if (event == XACT_EVENT_PRE_PREPARE)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -289,7 +327,21 @@ Datum memory_usage_body(FunctionCallInfo fcinfo) {
 }
 
 TimestampTz last_eviction_warning = 0;
-int64 unreported_evictions = 0;
+int64 unreported_evictions = 0;  // keys this session forgot since its last WARNING
+
+// At the end of a transaction: the keys it (and, within the minute before, this session) forgot.
+void report_evictions() {
+    if (unreported_evictions == 0) return;
+    const TimestampTz now = GetCurrentTimestamp();
+    if (last_eviction_warning != 0 && now - last_eviction_warning < USECS_PER_MINUTE) return;
+    ereport(WARNING, (errmsg("pg_ratelimit: the memory state table is full: " INT64_FORMAT
+                             " keys that were not back at full capacity were evicted and start over",
+                             unreported_evictions),
+                      errdetail("rate_limit_storage counts every eviction."),
+                      errhint("Raise pg_ratelimit.memory_keys (currently %d) and restart the server.", memory_keys)));
+    last_eviction_warning = now;
+    unreported_evictions = 0;
+}
 
 }  // namespace
 
@@ -300,8 +352,9 @@ const MemoryStore &memory_store() {
 }
 
 core::MemoryIdentity memory_identity(const text *limit_name, const text *key, int shard, uint64 seed) {
-    const char *limit = VARDATA_ANY(limit_name);
-    const size_t limit_len = VARSIZE_ANY_EXHDR(limit_name);
+    const ScopedName scoped = scoped_name(VARDATA_ANY(limit_name), VARSIZE_ANY_EXHDR(limit_name));
+    const char *limit = scoped.bytes;
+    const size_t limit_len = scoped.length;
     const char *key_bytes = VARDATA_ANY(key);
     const size_t key_len = VARSIZE_ANY_EXHDR(key);
     core::MemoryIdentity identity;
@@ -323,17 +376,7 @@ core::MemoryIdentity memory_identity(const text *limit_name, const text *key, in
 
 void memory_note_evictions(const core::EvictionCounts &counts) { unreported_evictions += counts.not_full; }
 
-void memory_report_evictions() {
-    if (unreported_evictions == 0) return;
-    const TimestampTz now = GetCurrentTimestamp();
-    if (last_eviction_warning != 0 && now - last_eviction_warning < USECS_PER_MINUTE) return;
-    ereport(WARNING, (errmsg("pg_ratelimit: the memory state table is full: " INT64_FORMAT
-                             " keys that were not back at full capacity were evicted and start over",
-                             unreported_evictions),
-                      errhint("Raise pg_ratelimit.memory_keys (currently %d) and restart the server.", memory_keys)));
-    last_eviction_warning = now;
-    unreported_evictions = 0;
-}
+bool memory_may_evict_not_full() { return memory_eviction == static_cast<int>(Eviction::lru); }
 
 void memory_state_init() {
     RegisterXactCallback(on_transaction_end, nullptr);
@@ -345,6 +388,12 @@ void memory_state_init() {
                             "Needs shared_preload_libraries = 'pg_ratelimit'; takes effect at server start. About "
                             "165 bytes of shared memory each.",
                             &memory_keys, 100000, 1000, 100000000, PGC_POSTMASTER, 0, nullptr, nullptr, nullptr);
+    DefineCustomEnumVariable(
+        "pg_ratelimit.memory_eviction", "What a full memory state table forgets to make room for a new key.",
+        "lru (the default): keys back at full capacity first, then the least recently used ones, which start over "
+        "(anyone who can call rate_limit_request can then make keys be forgotten by flooding new keys). none: only "
+        "keys back at full capacity; a new key finding no room is an error (53400).",
+        &memory_eviction, static_cast<int>(Eviction::lru), EVICTIONS, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     preloaded = true;
     previous_shmem_request_hook = shmem_request_hook;
     shmem_request_hook = shmem_request;
@@ -378,7 +427,7 @@ int64 memory_state_sweep(const text *limit_name, const core::Limit &) {
     // Full CLEANUP_MARGIN ago, as for table rows: a clock stepped back by less can mint nothing.
     const MemoryStore &memory = memory_store();
     auto &table = const_cast<core::MemoryTable &>(memory.table);
-    const uint64 limit_hash = core::memory_limit_hash(VARDATA_ANY(limit_name), VARSIZE_ANY_EXHDR(limit_name));
+    const uint64 limit_hash = scoped_limit_hash(VARDATA_ANY(limit_name), VARSIZE_ANY_EXHDR(limit_name));
     const core::Micros before = clock_now() - core::CLEANUP_MARGIN;
     int64 swept = 0;
     for (uint32 partition = 0; partition < table.partitions(); ++partition) {

@@ -20,9 +20,12 @@ const MemoryStore &memory_store();
 // The identity of (limit, key, shard) in the store's table.
 core::MemoryIdentity memory_identity(const text *limit_name, const text *key, int shard, uint64 seed);
 
-// Evictions that forgot keys' consumption: counted, and reported with a WARNING (at most one a minute
-// per session) once the caller holds no lock.
+// Evictions that forgot keys' consumption: reported with a WARNING when the transaction ends (all of
+// them: at most one WARNING a minute per session, with the total since the last one).
 void memory_note_evictions(const core::EvictionCounts &counts);
-void memory_report_evictions();
+
+// pg_ratelimit.memory_eviction = lru (the default): a full table forgets its least recently used keys;
+// none: it forgets only keys back at full capacity, and a new key finding no room is an error.
+bool memory_may_evict_not_full();
 
 }  // namespace pg_ratelimit

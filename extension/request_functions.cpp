@@ -100,6 +100,8 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
     const auto *result = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
     require_decision_rows(result->setDesc);
     for (int i = 0; i < count; ++i) {
+        // A long batch can be cancelled between keys (memory limits keep what was decided until then).
+        CHECK_FOR_INTERRUPTS();
         text *key = DatumGetTextPP(keys[i]);
         const double cost = costs == nullptr || cost_nulls[i] ? 1.0 : DatumGetFloat8(costs[i]);
         const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);

@@ -365,8 +365,9 @@ std::vector<TargetRow> evaluate_targets(const std::vector<CellSummary> &cells) {
                                       : std::string(id) == "ext_ser_patient" ? "max_attempts=100, max_elapsed=30 s"
                                       : std::string(id) == "ext_ser_shards4" ? "shards => 4"
                                                                              : "shards => 16";
-            rows.push_back({where + " (" + which + "): no error reaches the application", retry_figures(*ext),
-                            yes_no(ext->total.errors == 0)});
+            std::string target = where;
+            target.append(" (").append(which).append("): no error reaches the application");
+            rows.push_back({target, retry_figures(*ext), yes_no(ext->total.errors == 0)});
         }
         // Hot-key shards against the one-row key of the same cell, same retry helper and policy.
         const SystemSummary *one = find(c, "ext_ser");

@@ -213,12 +213,17 @@ int MemoryTable::find(std::uint32_t partition, const MemoryIdentity &identity) c
 }
 
 MemoryInsert MemoryTable::insert(std::uint32_t partition, const MemoryIdentity &identity, std::uint64_t definition,
-                                 Micros now) noexcept {
+                                 Micros now, bool evict_not_full) noexcept {
     Partition part{slots_of(partition), slots_ - 1, counters_of(partition)};
     MemoryInsert result;
     result.slot = part.find(identity);
     if (result.slot >= 0) return result;
-    if (part.counters->entries >= max_entries()) evict(partition, now, eviction_batch(), &result.evicted);
+    if (part.counters->entries >= max_entries())
+        evict(partition, now, evict_not_full ? eviction_batch() : 0, &result.evicted);
+    if (part.counters->entries >= max_entries()) {
+        result.slot = -1;  // only entries that are not full, which may not be evicted
+        return result;
+    }
     std::uint32_t i = part.home(identity);
     while (used(part.slots[i])) i = (i + 1) & part.mask;  // below max_entries: an empty slot exists
     MemoryEntry &entry = part.slots[i];

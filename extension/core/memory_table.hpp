@@ -80,7 +80,7 @@ struct EvictionCounts {
 };
 
 struct MemoryInsert {
-    int slot = -1;         // the entry's slot in the partition; -1 only from restore() (see there)
+    int slot = -1;         // the entry's slot in the partition; -1: no room (see insert()) or see restore()
     bool created = false;  // false: the identity was already present, the entry is untouched
     EvictionCounts evicted{};
 };
@@ -127,8 +127,10 @@ class MemoryTable {
     // new one with no state (state zero, full_at = MEMORY_NO_STATE, last_used = now, `definition`). When
     // the partition is at max_entries(), evicts eviction_batch() entries first (evict(), at `now`).
     // Exclusive lock. `partition` must be partition_of(identity.hash).
-    MemoryInsert insert(std::uint32_t partition, const MemoryIdentity &identity, std::uint64_t definition,
-                        Micros now) noexcept;
+    // With evict_not_full false, only entries full at now are evicted; if that frees nothing, nothing is
+    // inserted (slot -1).
+    MemoryInsert insert(std::uint32_t partition, const MemoryIdentity &identity, std::uint64_t definition, Micros now,
+                        bool evict_not_full = true) noexcept;
 
     // Loading a saved entry: inserts saved.identity as insert() does (evicting if needed) and copies the
     // saved state, last_used, full_at and definition into the entry (over any entry already there).
