@@ -2,10 +2,12 @@
 // kept SQL statements through SPI, and nothing else (no heap, index or buffer calls), so it runs on any
 // table access method and on YugabyteDB. The statements (extension_sql.cpp):
 //
-//   fetch        SELECT value, ts FROM rate_limit_state WHERE limit_name = $1 AND key = $2 AND shard = $3
+//   fetch        SELECT value, ts, ctid FROM rate_limit_state WHERE limit_name = $1 AND key = $2 AND shard = $3
+//                 (and limit_name || key = $1 || $2, for the hash index)
 //   lock_latest  the same ... FOR NO KEY UPDATE
 //   update       UPDATE rate_limit_state SET value = $4, ts = $5
-//                 WHERE limit_name = $1 AND key = $2 AND shard = $3 AND value = $6 AND ts = $7
+//                 WHERE ctid = $8 AND limit_name = $1 AND key = $2 AND shard = $3 AND value = $6 AND ts = $7
+//                 (YugabyteDB, without ctid: the row found by its key instead)
 //   insert       INSERT INTO rate_limit_state (limit_name, key, shard, value, ts) VALUES ($1, ..., $5)
 //                 ON CONFLICT (limit_name, key, shard) DO NOTHING
 //   peek         SELECT shard, value, ts, xmax FROM rate_limit_state WHERE limit_name = $1 AND key = $2
@@ -82,11 +84,14 @@ void sql_open(StateHandle *handle) {
         require_usable_state_table(handle->target.extension, handle->target.schema, state_table_of(handle->target));
     handle->sql.read_value = 0;
     handle->sql.read_ts = 0;
+    ItemPointerSetInvalid(&handle->sql.read_ctid);
+    // One SPI connection for the call's statements (connecting costs as much as a statement's executor
+    // start): from here to sql_close.
+    handle->sql.sql_token = extension_sql_begin(handle->target.schema, Scan::one_key);
 }
 
 // Runs the fetch or lock statement; the row's numbers into *state.
 bool read_row(StateHandle *handle, Statement statement, int16 shard, core::State *state) {
-    const int sql_token = extension_sql_begin(handle->target.schema, Scan::one_key);
     Datum args[] = {handle->target.limit_name, handle->target.key, Int16GetDatum(shard)};
     const int rc =
         SPI_execute_plan(extension_statement(statement, state_table_of(handle->target)), args, nullptr, false, 1);
@@ -99,8 +104,13 @@ bool read_row(StateHandle *handle, Statement statement, int16 shard, core::State
         state->ts = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
         handle->sql.read_value = state->value;
         handle->sql.read_ts = state->ts;
+        const Datum ctid = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+        if (isnull)
+            ItemPointerSetInvalid(&handle->sql.read_ctid);
+        else
+            ItemPointerCopy(reinterpret_cast<ItemPointer>(DatumGetPointer(ctid)), &handle->sql.read_ctid);
     }
-    extension_sql_end(sql_token);
+    SPI_freetuptable(SPI_tuptable);
     return found;
 }
 
@@ -113,7 +123,6 @@ bool sql_lock_latest(StateHandle *handle, int16 shard, core::State *state) {
 }
 
 int sql_peek(StateHandle *handle, ShardRow *rows, int capacity) {
-    const int sql_token = extension_sql_begin(handle->target.schema, Scan::one_key);
     Datum args[] = {handle->target.limit_name, handle->target.key};
     const int rc = SPI_execute_plan(extension_statement(Statement::select_shards, state_table_of(handle->target)), args,
                                     nullptr, false, capacity);
@@ -133,25 +142,25 @@ int sql_peek(StateHandle *handle, ShardRow *rows, int capacity) {
         rows[i].busy = !isnull && TransactionIdIsNormal(updater) && !TransactionIdIsCurrentTransactionId(updater) &&
                        TransactionIdIsInProgress(updater);
     }
-    extension_sql_end(sql_token);
+    SPI_freetuptable(SPI_tuptable);
     return count;
 }
 
 WriteResult sql_update(StateHandle *handle, int16 shard, const core::State &next) {
-    const int sql_token = extension_sql_begin(handle->target.schema, Scan::one_key);
     Datum args[] = {handle->target.limit_name,
                     handle->target.key,
                     Int16GetDatum(shard),
                     Float8GetDatum(next.value),
                     TimestampTzGetDatum(next.ts),
                     Float8GetDatum(handle->sql.read_value),
-                    TimestampTzGetDatum(handle->sql.read_ts)};
+                    TimestampTzGetDatum(handle->sql.read_ts),
+                    PointerGetDatum(&handle->sql.read_ctid)};
+    const char nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ItemPointerIsValid(&handle->sql.read_ctid) ? ' ' : 'n'};
     const int rc = SPI_execute_plan(extension_statement(Statement::update_state_if, state_table_of(handle->target)),
-                                    args, nullptr, false, 0);
+                                    args, nulls, false, 0);
     if (rc != SPI_OK_UPDATE)
         elog(ERROR, "pg_ratelimit: updating rate_limit_state failed: %s", SPI_result_code_string(rc));
     const bool written = SPI_processed == 1;
-    extension_sql_end(sql_token);
     return written ? WriteResult::written : WriteResult::lost_race;
 }
 
@@ -159,7 +168,7 @@ bool sql_insert(StateHandle *handle, int16 shard, const core::State &next) {
     return insert_state_row(handle->target, shard, next, handle->sql.guard_insert);
 }
 
-void sql_close(StateHandle *) {}
+void sql_close(StateHandle *handle) { extension_sql_end(handle->sql.sql_token); }
 
 }  // namespace
 

@@ -10,7 +10,7 @@ namespace {
 struct StatementText {
     const char *sql;  // "@state@" stands for the state table's name
     int nargs;
-    Oid argtypes[7];
+    Oid argtypes[8];
 };
 
 // The key's rows, through the hash index on limit_name || key where there is one (one bucket page instead
@@ -34,12 +34,16 @@ constexpr StatementText TEXTS[] = {
      {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID}},
     {"DELETE FROM ONLY @state@" BY_KEY, 2, {TEXTOID, TEXTOID}},
     {"DELETE FROM ONLY @state@ WHERE limit_name OPERATOR(pg_catalog.=) $1", 1, {TEXTOID}},
-    {"SELECT value, ts FROM ONLY @state@" BY_SHARD, 3, {TEXTOID, TEXTOID, INT2OID}},
-    {"SELECT value, ts FROM ONLY @state@" BY_SHARD " FOR NO KEY UPDATE", 3, {TEXTOID, TEXTOID, INT2OID}},
-    {"UPDATE ONLY @state@ SET value = $4, ts = $5" BY_SHARD
+    {"SELECT value, ts, @ctid@ FROM ONLY @state@" BY_SHARD, 3, {TEXTOID, TEXTOID, INT2OID}},
+    {"SELECT value, ts, @ctid@ FROM ONLY @state@" BY_SHARD " FOR NO KEY UPDATE", 3, {TEXTOID, TEXTOID, INT2OID}},
+    // The row read last is found again by its ctid ($8) where there is one (no second index lookup), and
+    // is updated only if it is still the key's shard holding the numbers read: a ctid names a tuple, not
+    // a row, and can name another version (or another row) once the one read is gone.
+    {"UPDATE ONLY @state@ SET value = $4, ts = $5 WHERE @row@ AND limit_name OPERATOR(pg_catalog.=) $1"
+     " AND key OPERATOR(pg_catalog.=) $2 AND shard OPERATOR(pg_catalog.=) $3"
      " AND value OPERATOR(pg_catalog.=) $6 AND ts OPERATOR(pg_catalog.=) $7",
-     7,
-     {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID}},
+     8,
+     {TEXTOID, TEXTOID, INT2OID, FLOAT8OID, TIMESTAMPTZOID, FLOAT8OID, TIMESTAMPTZOID, TIDOID}},
     {"SELECT shard, value, ts, @xmax@ FROM ONLY @state@" BY_KEY, 2, {TEXTOID, TEXTOID}},
 };
 
@@ -59,11 +63,21 @@ char *replaced(const char *sql, const char *placeholder, const char *value) {
 }
 
 // The statement's text for the table: the table's fixed name, and the row's xmax (who is updating or
-// locking it: sql_peek's busy) where the server has that system column (not YugabyteDB's DocDB tables).
+// locking it: sql_peek's busy) and ctid where the server has those system columns (not YugabyteDB's
+// DocDB tables).
 char *statement_text(const char *sql, StateTable table) {
     char *named = replaced(sql, "@state@", state_table_name(table));
-    char *text = replaced(named, "@xmax@", server_is_yugabytedb() ? "'0'::pg_catalog.xid" : "xmax");
+    const bool yugabytedb = server_is_yugabytedb();
+    char *with_xmax = replaced(named, "@xmax@", yugabytedb ? "'0'::pg_catalog.xid" : "xmax");
+    char *with_ctid = replaced(with_xmax, "@ctid@", yugabytedb ? "NULL::pg_catalog.tid" : "ctid");
+    // YugabyteDB has no ctid: the row is found by its key there.
+    char *text = replaced(with_ctid, "@row@",
+                          yugabytedb ? "(limit_name OPERATOR(pg_catalog.||) key) OPERATOR(pg_catalog.=)"
+                                       " ($1 OPERATOR(pg_catalog.||) $2)"
+                                     : "ctid OPERATOR(pg_catalog.=) $8");
     pfree(named);
+    pfree(with_xmax);
+    pfree(with_ctid);
     return text;
 }
 

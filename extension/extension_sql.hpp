@@ -54,9 +54,10 @@ enum class Statement {
     insert_state,        // $1 limit_name, $2 key, $3 shard, $4 value, $5 ts; does nothing if the row exists
     delete_state,        // $1 limit_name, $2 key: every shard
     delete_limit_state,  // $1 limit_name: every key
-    select_state,        // $1 limit_name, $2 key, $3 shard -> value, ts
+    select_state,        // $1 limit_name, $2 key, $3 shard -> value, ts, ctid (NULL on YugabyteDB)
     lock_state,          // the same, FOR NO KEY UPDATE
-    update_state_if,     // $1 limit_name, $2 key, $3 shard, $4 value, $5 ts; only if it holds $6 value, $7 ts
+    update_state_if,     // $1 limit_name, $2 key, $3 shard, $4 value, $5 ts; only if it holds $6 value, $7 ts;
+                         // $8 the ctid read (unused on YugabyteDB)
     select_shards,       // $1 limit_name, $2 key -> shard, value, ts, xmax of every shard
 };
 SPIPlanPtr extension_statement(Statement statement, StateTable table = StateTable::logged);

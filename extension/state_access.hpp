@@ -55,7 +55,9 @@ struct SqlState {
     // whose default member initializers would make this union member non-trivial.)
     double read_value;
     core::Micros read_ts;
-    bool guard_insert;  // StateRelations::unique_index_in_flux
+    ItemPointerData read_ctid;  // where it was read (invalid on YugabyteDB)
+    bool guard_insert;          // StateRelations::unique_index_in_flux
+    int sql_token;              // extension_sql_begin's, from open to close
 };
 
 // The memory path's working state (access_memory.cpp).

@@ -469,28 +469,20 @@ std::unique_ptr<System> make_ext_serializable_shards(const Params &p, int shards
 }
 
 void check_access_paths(pqxx::connection &admin, const Params &p) {
-    // Index scans counted by this backend and not yet sent to the statistics system (despite the name, not
-    // reset at transaction end): the difference across one request is what that request scanned.
-    const char *scans_sql =
-        "SELECT pg_stat_get_xact_numscans('rate_limit_state_lookup'::regclass),"
-        " pg_stat_get_xact_numscans('rate_limit_state_pkey'::regclass)";
-    for (const bool sql : {false, true}) {
+    // Once a request has loaded the library, the setting must be the library's (an enum; an extension
+    // without it would keep a placeholder, a string, and measure the direct path under the SQL path's
+    // name) and read the path asked for.
+    for (const char *path : {"direct", "sql"}) {
         pqxx::work tx(admin);
-        tx.exec0(std::string("SET LOCAL pg_ratelimit.access_path = ") + (sql ? "sql" : "direct"));
-        const pqxx::row before = tx.exec1(scans_sql);
+        tx.exec0(std::string("SET LOCAL pg_ratelimit.access_path = ") + path);
         tx.exec("SELECT * FROM rate_limit_request('k1', " + tx.quote(p.limit) + ")");
-        // Both paths find k1's row through the hash index: the direct path with one scan, the SQL path with
-        // one per statement (its SELECT, then its UPDATE).
-        const pqxx::row after = tx.exec1(scans_sql);
-        const long lookup = after[0].as<long>() - before[0].as<long>();
-        const long primary = after[1].as<long>() - before[1].as<long>();
+        const pqxx::row setting =
+            tx.exec1("SELECT vartype, setting FROM pg_settings WHERE name = 'pg_ratelimit.access_path'");
         tx.abort();
-        const bool as_expected = sql ? lookup == 2 && primary == 0 : lookup == 1 && primary == 0;
-        if (!as_expected)
-            throw std::runtime_error(std::string("pg_ratelimit.access_path = ") + (sql ? "sql" : "direct") +
-                                     ": a request scanned the lookup index " + std::to_string(lookup) +
-                                     " times and the primary key " + std::to_string(primary) +
-                                     " times; is the installed extension one with both access paths?");
+        if (setting[0].as<std::string>() != "enum" || setting[1].as<std::string>() != path)
+            throw std::runtime_error(std::string("pg_ratelimit.access_path = ") + path + ": the setting reads " +
+                                     setting[0].as<std::string>() + " " + setting[1].as<std::string>() +
+                                     "; is the installed extension one with both access paths?");
     }
 }
 
