@@ -17,7 +17,7 @@ build_and_install_extension
 log "building the C++ client library and its example (CMake)"
 cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$ROOT/build" -j2 --target pg_ratelimit_example >/dev/null
-start_cluster
+start_cluster -c shared_preload_libraries=pg_ratelimit  # memory limits need the library preloaded
 log "CREATE EXTENSION pg_ratelimit"
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION pg_ratelimit"
 log "first call: SELECT * FROM rate_limit_request('user1')  (the shipped 'default' limit: 120 per minute)"

@@ -27,6 +27,13 @@ SELECT rate_limit_define('demo_llm', rate => 10, period => '10 seconds');
 SELECT allowed, remaining FROM rate_limit_request('app', 'demo_llm', 8);
 SELECT allowed, remaining, retry_after AS run_reserved_work_in FROM rate_limit_request('app', 'demo_llm', 6, reserve => true);
 SELECT allowed, remaining FROM rate_limit_refund('app', 'demo_llm', 6);
+\echo '\n--- 7. A limit kept in shared memory: it works in a read-only transaction, and one call decides many keys'
+SELECT rate_limit_define('demo_ip', rate => 2, period => '1 minute', storage => 'memory');
+BEGIN READ ONLY;
+SELECT key, position, allowed, remaining
+  FROM rate_limit_request_many(ARRAY['10.0.0.1', '10.0.0.2', '10.0.0.1', '10.0.0.1'], 'demo_ip');
+COMMIT;
+SELECT storage, entries FROM rate_limit_storage ORDER BY storage;
 \echo '\n--- The limits and the state behind them (two numbers per key)'
-SELECT name, algorithm, rate, period, capacity, max_reserved, start FROM rate_limit_config ORDER BY name;
+SELECT name, algorithm, rate, period, capacity, max_reserved, start, storage FROM rate_limit_config ORDER BY name;
 SELECT limit_name, key, round(value::numeric, 3) AS value, ts FROM rate_limit_state ORDER BY limit_name, key;
