@@ -94,19 +94,41 @@ TEST(Shards, RefundsGoToTheEmptiestShardWithARow) {
     EXPECT_EQ(choose_shard_for_refund(shard, none, 2, kT0, 0), -1);
 }
 
+// A call whose transaction already holds one of the key's shards may not wait for a busy one: it takes a
+// free shard, even one that must deny it, rather than the busy shard that could serve it.
+TEST(Shards, NeverWaitsWhenItMayNot) {
+    const Limit shard = shard_limit(Sharded(TokenBucket(4, kSec, 8), 4));  // capacity 2 per shard
+    const ShardView views[] = {Row(0, kT0), Row(2, kT0, true), Row(0.5, kT0), Row(2, kT0, true)};
+    // May wait: the only shards that can serve a unit are busy; the fullest of them.
+    const int waiting = choose_shard_for_request(shard, views, 4, kT0, 1, false, 0, 0, true);
+    EXPECT_TRUE(waiting == 1 || waiting == 3);
+    // May not: a free shard, the one that could serve soonest (shard 2, half a unit short).
+    EXPECT_EQ(choose_shard_for_request(shard, views, 4, kT0, 1, false, 0, 0, false), 2);
+    // A free shard that can serve is taken either way.
+    const ShardView one_free[] = {Row(1, kT0), Row(2, kT0, true)};
+    EXPECT_EQ(choose_shard_for_request(shard, one_free, 2, kT0, 1, false, 0, 0, false), 0);
+    // Refunds: only free shards with a row when it may not wait.
+    const ShardView refund_views[] = {Row(0, kT0, true), Row(1.5, kT0)};
+    EXPECT_EQ(choose_shard_for_refund(shard, refund_views, 2, kT0, 0, true), 1);  // a free shard beats a busy one
+    EXPECT_EQ(choose_shard_for_refund(shard, refund_views, 2, kT0, 0, false), 1);
+    const ShardView busy_refund[] = {Row(0, kT0, true), ShardView{}};
+    EXPECT_EQ(choose_shard_for_refund(shard, busy_refund, 2, kT0, 0, false), 0);  // no free row: the busy one
+}
+
 TEST(Shards, FiguresAreTheKeys) {
     const Limit limit = Sharded(TokenBucket(4, kSec, 8), 4);  // shards of rate 1 per second, capacity 2
     const Limit shard = shard_limit(limit);
     const ShardView views[] = {Row(2, kT0), Row(0.5, kT0), Row(0, kT0), Row(2, kT0)};
-    // Allowed on shard 0: 1 left there; the key holds 1 + 0.5 + 0 + 2 = 3.5 units.
+    // Allowed on shard 0: 1 left there; the key holds 1 + 0.5 + 0 + 2 units, of which 1 + 0 + 0 + 2 = 3
+    // whole units (what requests of 1 could get: the half unit of shard 1 serves none).
     const Outcome took = request(shard, &views[0].state, kT0, 1, false, 0);
     const Outcome allowed = combine_shards(shard, views, 4, 0, took, kT0, 1, false, false, 0);
     EXPECT_TRUE(allowed.allowed);
-    EXPECT_DOUBLE_EQ(allowed.balance, 3.5);
+    EXPECT_DOUBLE_EQ(allowed.balance, 3);
     EXPECT_EQ(allowed.retry_after, 0);
     EXPECT_EQ(allowed.reset_after, 2 * kSec);  // shard 2 needs 2 units
     // No shard holds 1.5 units: denied on the one that could serve them soonest, shard 1 (half a second);
-    // the key holds 0.5 + 1 + 0 + 0.25 = 1.75 units.
+    // the key holds 0.5 + 1 + 0 + 0.25 units, 1 whole unit.
     const ShardView short_views[] = {Row(0.5, kT0), Row(1, kT0), Row(0, kT0), Row(0.25, kT0)};
     const int picked = choose_shard_for_request(shard, short_views, 4, kT0, 1.5, false, 0, 0);
     EXPECT_EQ(picked, 1);
@@ -114,7 +136,7 @@ TEST(Shards, FiguresAreTheKeys) {
     const Outcome denied = combine_shards(shard, short_views, 4, picked, denied_there, kT0, 1.5, false, false, 0);
     EXPECT_FALSE(denied.allowed);
     EXPECT_EQ(denied.retry_after, kSec / 2);
-    EXPECT_DOUBLE_EQ(denied.balance, 1.75);
+    EXPECT_DOUBLE_EQ(denied.balance, 1);
     EXPECT_EQ(denied.reset_after, 2 * kSec);
 }
 
