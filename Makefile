@@ -5,9 +5,12 @@ MODULE_big = pg_ratelimit
 OBJS = \
 	extension/core/decision.o \
 	extension/core/fixed_window.o \
+	extension/core/gcra.o \
 	extension/core/memory_identity.o \
 	extension/core/memory_table.o \
 	extension/core/shards.o \
+	extension/core/sliding_window.o \
+	extension/core/time_math.o \
 	extension/core/token_bucket.o \
 	extension/core/validate.o \
 	extension/access_direct.o \

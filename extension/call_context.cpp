@@ -5,7 +5,6 @@
 #include "message_text.hpp"
 
 namespace pg_ratelimit {
-namespace {
 
 Interval *interval_from_micros(core::Micros micros) {
     auto *result = static_cast<Interval *>(palloc(sizeof(Interval)));
@@ -14,6 +13,8 @@ Interval *interval_from_micros(core::Micros micros) {
     result->month = 0;
     return result;
 }
+
+namespace {
 
 // Contexts by function OID, for the life of the backend. fn_extra alone would not do: `SELECT * FROM
 // rate_limit_request(...)` sets up a new FmgrInfo for every statement, and rebuilding the context (two

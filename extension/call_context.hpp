@@ -22,6 +22,9 @@ struct CallContext {
 void call_context_init();
 CallContext call_context(FunctionCallInfo fcinfo, bool returns_decision);
 
+// A duration as an interval of hours, minutes and seconds (palloc'd).
+Interval *interval_from_micros(core::Micros micros);
+
 // (allowed, remaining, retry_after, reset_after) as a rate_limit_decision datum.
 Datum decision_datum(const CallContext &context, const core::Limit &limit, const core::Outcome &outcome);
 // The same four values, into values[0..3].

@@ -60,7 +60,6 @@ int64 delete_full_keys(const core::Limit &definition, Datum limit_name) {
         name_type, name_value, nullptr, true, 0);
 
     int64 deleted = 0;
-    const bool keyed_grid = limit.algorithm == core::Algorithm::fixed_window && !limit.has_start;
     for (;;) {
         SPI_cursor_fetch(keys, true, CURSOR_BATCH);
         SPITupleTable *batch = SPI_tuptable;  // the deletes below replace SPI_tuptable
@@ -73,8 +72,7 @@ int64 delete_full_keys(const core::Limit &definition, Datum limit_name) {
             const Datum value = SPI_getbinval(batch->vals[i], batch->tupdesc, 3, &isnull);
             const Datum ts = SPI_getbinval(batch->vals[i], batch->tupdesc, 4, &isnull);
             const text *key_text = DatumGetTextPP(key);
-            const core::Micros origin = core::window_origin(
-                limit, keyed_grid ? core::key_hash(VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)) : 0);
+            const core::Micros origin = core::key_origin(limit, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text));
             const core::State stored{DatumGetFloat8(value), DatumGetTimestampTz(ts)};
             // Full already CLEANUP_MARGIN ago (core/algorithms.hpp): a clock stepped back by less than that
             // can then never reach behind the deleted row's time.

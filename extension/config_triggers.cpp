@@ -29,7 +29,7 @@ namespace pg_ratelimit {
 namespace {
 
 constexpr int CONFIG_COLUMNS =
-    10;  // name, algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch
+    11;  // name, algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch, jitter
 constexpr int STORAGE_COLUMN = 9;
 
 [[noreturn]] void misuse(const char *name, const char *how) {
@@ -88,11 +88,13 @@ bool replaces_shipped_default(const TriggerData *trigger, HeapTuple row) {
     const int sql_token = extension_sql_begin(RelationGetNamespace(trigger->tg_relation));
     extension_sql_run(
         "UPDATE ONLY rate_limit_config SET algorithm = $2, rate = $3, period = $4, capacity = $5,"
-        " max_reserved = $6, start = $7, shards = $8, storage = $9, epoch = $10 WHERE name OPERATOR(pg_catalog.=) $1"
+        " max_reserved = $6, start = $7, shards = $8, storage = $9, epoch = $10, jitter = $11"
+        " WHERE name OPERATOR(pg_catalog.=) $1"
         " AND algorithm OPERATOR(pg_catalog.=) 'token_bucket' AND rate OPERATOR(pg_catalog.=) 120"
         " AND period OPERATOR(pg_catalog.=) '1 minute' AND capacity OPERATOR(pg_catalog.=) 120"
         " AND max_reserved IS NULL AND start IS NULL AND shards OPERATOR(pg_catalog.=) 1"
-        " AND storage OPERATOR(pg_catalog.=) 'durable' AND epoch OPERATOR(pg_catalog.=) 0",
+        " AND storage OPERATOR(pg_catalog.=) 'durable' AND epoch OPERATOR(pg_catalog.=) 0"
+        " AND jitter OPERATOR(pg_catalog.=) '0'",
         CONFIG_COLUMNS, types, values, nulls, false, SPI_OK_UPDATE);
     const bool merged = SPI_processed > 0;
     extension_sql_end(sql_token);

@@ -19,10 +19,6 @@ namespace {
 
 constexpr const char *DEFAULT_LIMIT_NAME = "default";
 
-const char *algorithm_name(core::Algorithm algorithm) {
-    return algorithm == core::Algorithm::token_bucket ? "token_bucket" : "fixed_window";
-}
-
 text *limit_name_arg(FunctionCallInfo fcinfo, int argno) {
     text *name = required_text_arg(fcinfo, argno, "name");
     const int size = VARSIZE_ANY_EXHDR(name);
@@ -61,7 +57,7 @@ void delete_all_keys(const CallContext &context, Datum name) {
     }
 }
 
-// rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start, shards, storage)
+// rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start, shards, storage, jitter)
 Datum define_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     text *name = limit_name_arg(fcinfo, 0);
@@ -71,7 +67,10 @@ Datum define_body(FunctionCallInfo fcinfo) {
     limit.period = period_micros(PG_GETARG_INTERVAL_P(2));
     limit.algorithm = algorithm_from_text(text_to_cstring(required_text_arg(fcinfo, 3, "algorithm")));
     limit.capacity = PG_ARGISNULL(4) ? limit.rate : PG_GETARG_FLOAT8(4);
-    limit.max_reserved = PG_ARGISNULL(5) ? INFINITY : PG_GETARG_FLOAT8(5);
+    // Unlimited reservations by default; a sliding window takes none (its previous window's count must
+    // stay within the capacity: sliding_window.cpp).
+    const bool sliding = limit.algorithm == core::Algorithm::sliding_window;
+    limit.max_reserved = PG_ARGISNULL(5) ? (sliding ? 0 : INFINITY) : PG_GETARG_FLOAT8(5);
     limit.has_start = !PG_ARGISNULL(6);
     if (limit.has_start) {
         limit.start = PG_GETARG_TIMESTAMPTZ(6);
@@ -79,6 +78,7 @@ Datum define_body(FunctionCallInfo fcinfo) {
     }
     limit.shards = PG_ARGISNULL(7) ? 1 : PG_GETARG_INT32(7);
     limit.storage = PG_ARGISNULL(8) ? core::Storage::durable : storage_from_text(text_to_cstring(PG_GETARG_TEXT_PP(8)));
+    limit.jitter = PG_ARGISNULL(9) ? 0 : jitter_micros(PG_GETARG_INTERVAL_P(9));
     require_valid_limit(limit);
     if (limit.storage == core::Storage::memory) require_memory_state();
 
@@ -109,8 +109,8 @@ Datum define_body(FunctionCallInfo fcinfo) {
     // One spelling per meaning: unlimited reservations are stored as NULL (never 'Infinity'), none as 0
     // (never -0).
     const bool unlimited = std::isinf(limit.max_reserved);
-    Oid types[] = {TEXTOID,   TEXTOID,        FLOAT8OID, INTERVALOID, FLOAT8OID,
-                   FLOAT8OID, TIMESTAMPTZOID, INT4OID,   TEXTOID,     INT8OID};
+    Oid types[] = {TEXTOID,        TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID,  FLOAT8OID,
+                   TIMESTAMPTZOID, INT4OID, TEXTOID,   INT8OID,     INTERVALOID};
     Datum values[] = {PointerGetDatum(name),
                       CStringGetTextDatum(algorithm_name(limit.algorithm)),
                       Float8GetDatum(limit.rate),
@@ -120,17 +120,19 @@ Datum define_body(FunctionCallInfo fcinfo) {
                       PG_ARGISNULL(6) ? 0 : PG_GETARG_DATUM(6),
                       Int32GetDatum(limit.shards),
                       CStringGetTextDatum(storage_name(limit.storage)),
-                      Int64GetDatum(epoch)};
-    const char nulls[] = {' ', ' ', ' ', ' ', ' ', unlimited ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' ', ' ', ' ', ' '};
+                      Int64GetDatum(epoch),
+                      PG_ARGISNULL(9) ? IntervalPGetDatum(interval_from_micros(0)) : PG_GETARG_DATUM(9)};
+    const char nulls[] = {' ', ' ', ' ', ' ', ' ', unlimited ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' ',
+                          ' ', ' ', ' ', ' '};
     // The row trigger turns an insert of 'default' over the shipped row into an update of that row; ON
     // CONFLICT covers a redefinition and a concurrent first definition of the same name.
     extension_sql_run(
         "INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, max_reserved, start, shards, storage,"
-        " epoch) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (name) DO UPDATE SET"
+        " epoch, jitter) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (name) DO UPDATE SET"
         " algorithm = EXCLUDED.algorithm, rate = EXCLUDED.rate, period = EXCLUDED.period,"
         " capacity = EXCLUDED.capacity, max_reserved = EXCLUDED.max_reserved, start = EXCLUDED.start,"
-        " shards = EXCLUDED.shards, storage = EXCLUDED.storage, epoch = EXCLUDED.epoch",
-        10, types, values, nulls, false, SPI_OK_INSERT);
+        " shards = EXCLUDED.shards, storage = EXCLUDED.storage, epoch = EXCLUDED.epoch, jitter = EXCLUDED.jitter",
+        11, types, values, nulls, false, SPI_OK_INSERT);
     if (existed && fresh) delete_all_keys(context, PointerGetDatum(name));
     extension_sql_end(sql_token);
     PG_RETURN_VOID();

@@ -1,6 +1,7 @@
 #include "limit_cache.hpp"
 
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "config_relation.hpp"
@@ -71,6 +72,7 @@ bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit) {
     limit->shards = DatumGetInt32(SPI_getbinval(row, desc, 7, &isnull));
     limit->storage = storage_from_text(TextDatumGetCString(SPI_getbinval(row, desc, 8, &isnull)));
     limit->epoch = static_cast<uint64>(DatumGetInt64(SPI_getbinval(row, desc, 9, &isnull)));
+    limit->jitter = jitter_micros(DatumGetIntervalP(SPI_getbinval(row, desc, 10, &isnull)));
     require_valid_limit(*limit);
     return true;
 }
@@ -114,14 +116,19 @@ core::Limit limit_lookup(Oid extension, Oid schema, const text *name) {
     return limit;
 }
 
+// Indexed by core::Algorithm.
+constexpr const char *ALGORITHM_NAMES[] = {"token_bucket", "fixed_window", "gcra", "sliding_window"};
+
 core::Algorithm algorithm_from_text(const char *name) {
-    if (strcmp(name, "token_bucket") == 0) return core::Algorithm::token_bucket;
-    if (strcmp(name, "fixed_window") == 0) return core::Algorithm::fixed_window;
+    for (std::size_t i = 0; i < std::size(ALGORITHM_NAMES); ++i)
+        if (strcmp(name, ALGORITHM_NAMES[i]) == 0) return static_cast<core::Algorithm>(i);
     ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                     errmsg("unknown rate limit algorithm \"%s\"", clipped_text(name)),
-                    errhint("Use 'token_bucket' or 'fixed_window'.")));
+                    errhint("Use 'token_bucket', 'gcra', 'fixed_window' or 'sliding_window'.")));
     pg_unreachable();
 }
+
+const char *algorithm_name(core::Algorithm algorithm) { return ALGORITHM_NAMES[static_cast<std::size_t>(algorithm)]; }
 
 core::Storage storage_from_text(const char *name) {
     if (strcmp(name, "durable") == 0) return core::Storage::durable;
@@ -143,6 +150,17 @@ const char *storage_name(core::Storage storage) {
             return "memory";
     }
     return "durable";
+}
+
+core::Micros jitter_micros(const Interval *jitter) {
+    if (jitter->month != 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("jitter must not contain months or years"),
+                        errdetail("The allowed range is from 0 to 1 day.")));
+    // Beyond MAX_JITTER (or negative) is rejected by require_valid_limit; clamp so the sum cannot overflow.
+    const double micros = static_cast<double>(jitter->day) * USECS_PER_DAY + static_cast<double>(jitter->time);
+    if (micros > static_cast<double>(core::MAX_JITTER)) return core::MAX_JITTER + 1;
+    if (micros < 0) return -1;
+    return jitter->time + static_cast<core::Micros>(jitter->day) * USECS_PER_DAY;
 }
 
 core::Micros period_micros(const Interval *period) {
@@ -188,10 +206,30 @@ void require_valid_limit(const core::Limit &limit) {
                             errdetail("max_reserved is %s.", number_text(limit.max_reserved)),
                             errhint("Pass NULL for unlimited reservations.")));
             break;
-        case core::LimitProblem::start_needs_fixed_window:
+        case core::LimitProblem::start_needs_window:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("start applies only to the fixed_window algorithm"),
-                            errhint("Omit start, or use algorithm => 'fixed_window'.")));
+                            errmsg("start applies only to the fixed_window and sliding_window algorithms"),
+                            errhint("Omit start, or use algorithm => 'fixed_window' or 'sliding_window'.")));
+            break;
+        case core::LimitProblem::sliding_capacity:
+            ereport(ERROR,
+                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                     errmsg("a sliding_window limit's capacity must equal its rate"),
+                     errdetail("rate is %s and capacity is %s.", number_text(limit.rate), number_text(limit.capacity)),
+                     errhint("Omit capacity: a sliding window admits at most rate units in any period.")));
+            break;
+        case core::LimitProblem::sliding_reservations:
+            ereport(ERROR,
+                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("sliding_window limits cannot take reservations"),
+                     errdetail("max_reserved is %s; it must be 0.", number_text(limit.max_reserved)),
+                     errhint("Omit max_reserved, or use the token_bucket or gcra algorithm.")));
+            break;
+        case core::LimitProblem::sliding_period:
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("a sliding_window limit's period must be at least 1 millisecond")));
+            break;
+        case core::LimitProblem::jitter:
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("jitter must be between 0 and 1 day")));
             break;
         case core::LimitProblem::shards:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),

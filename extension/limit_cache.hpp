@@ -32,9 +32,11 @@ void require_limit_name_length(const text *name);
 // Converts a config row's fields, raising 22023 for a value the core cannot use; shared with
 // rate_limit_define so both paths accept exactly the same limits.
 core::Algorithm algorithm_from_text(const char *name);
+const char *algorithm_name(core::Algorithm algorithm);
 core::Storage storage_from_text(const char *name);
 const char *storage_name(core::Storage storage);
 core::Micros period_micros(const Interval *period);
+core::Micros jitter_micros(const Interval *jitter);
 void require_valid_limit(const core::Limit &limit);
 
 }  // namespace pg_ratelimit

@@ -13,19 +13,27 @@ CREATE TYPE @extschema@.rate_limit_decision AS (
 -- Named limits. Read it freely; change it with rate_limit_define() / rate_limit_drop().
 CREATE TABLE @extschema@.rate_limit_config (
     name         text COLLATE "C" PRIMARY KEY CHECK (name <> '' AND octet_length(name) <= 128),
-    algorithm    text NOT NULL CHECK (algorithm IN ('token_bucket', 'fixed_window')),
+    algorithm    text NOT NULL CHECK (algorithm IN ('token_bucket', 'gcra', 'fixed_window', 'sliding_window')),
     rate         float8 NOT NULL CHECK (rate >= 1e-9 AND rate <= 1e12),
     period       interval NOT NULL CHECK (period > interval '0' AND date_part('month', period) = 0
                                           AND date_part('year', period) = 0),
     capacity     float8 NOT NULL CHECK (capacity >= 1e-9 AND capacity <= 1e12),
     max_reserved float8 CHECK (max_reserved >= 0 AND (max_reserved <= 1e12 OR max_reserved = 'Infinity')),
                                                                                -- NULL: unlimited
-    start        timestamptz CHECK (start IS NULL OR (algorithm = 'fixed_window' AND isfinite(start))),
+    start        timestamptz CHECK (start IS NULL OR (algorithm IN ('fixed_window', 'sliding_window')
+                                                      AND isfinite(start))),
     shards       integer NOT NULL DEFAULT 1 CHECK (shards BETWEEN 1 AND 256),  -- rows per key (hot-key shards)
     storage      text NOT NULL DEFAULT 'durable' CHECK (storage IN ('durable', 'unlogged', 'memory')),
                                                    -- where the keys' state lives (README: storage modes)
-    epoch        bigint NOT NULL DEFAULT 0         -- rate_limit_define draws a new one whenever the keys
+    epoch        bigint NOT NULL DEFAULT 0,        -- rate_limit_define draws a new one whenever the keys
                                                    -- start afresh (memory state of another epoch is void)
+    jitter       interval NOT NULL DEFAULT '0' CHECK (jitter >= interval '0' AND jitter <= interval '1 day'
+                                                      AND date_part('month', jitter) = 0
+                                                      AND date_part('year', jitter) = 0),
+                                                   -- denied calls' retry_after spread by up to this much
+    -- A sliding window's capacity is its rate, it takes no reservations, and it needs 1 ms windows or longer.
+    CHECK (algorithm <> 'sliding_window'
+           OR (capacity = rate AND max_reserved = 0 AND period >= interval '1 millisecond'))
 );
 COMMENT ON TABLE @extschema@.rate_limit_config IS
     'pg_ratelimit: named limits; change them with rate_limit_define() and rate_limit_drop()';
@@ -129,9 +137,9 @@ VALUES ('default', 'token_bucket', 120, interval '1 minute', 120);
 CREATE FUNCTION @extschema@.rate_limit_define(
     name text, rate float8, period interval, algorithm text DEFAULT 'token_bucket',
     capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL, start timestamptz DEFAULT NULL,
-    shards integer DEFAULT 1, storage text DEFAULT 'durable')
+    shards integer DEFAULT 1, storage text DEFAULT 'durable', jitter interval DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_define' LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz, integer, text) IS
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz, integer, text, interval) IS
     'creates or updates a named limit; keys keep their state unless the algorithm, the number of shards or the storage changes';
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
@@ -152,6 +160,15 @@ RETURNS TABLE (key text, "position" integer, allowed boolean, remaining bigint, 
 AS 'MODULE_PATHNAME', 'rate_limit_request_many' LANGUAGE C VOLATILE SECURITY DEFINER ROWS 100;
 COMMENT ON FUNCTION @extschema@.rate_limit_request_many(text[], text, float8[]) IS
     'rate_limit_request for each key in turn (costs[i] for keys[i], 1 where NULL): one row per key, in order';
+
+-- redis-cell's CL.THROTTLE reply, for applications moving over: the limit is named here instead of given
+-- inline (CL.THROTTLE k 15 30 60 is rate_limit_define('k', 30, '60 s', 'gcra', capacity => 16)).
+CREATE FUNCTION @extschema@.rate_limit_throttle(
+    key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1,
+    OUT limited integer, OUT "limit" bigint, OUT remaining bigint, OUT retry_after bigint, OUT reset_after bigint)
+AS 'MODULE_PATHNAME', 'rate_limit_throttle' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_throttle(text, text, float8) IS
+    'rate_limit_request with redis-cell''s CL.THROTTLE reply: limited (0/1), limit, remaining, retry_after (seconds, -1 when allowed), reset_after (seconds)';
 
 CREATE FUNCTION @extschema@.rate_limit_check(key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1)
 RETURNS @extschema@.rate_limit_decision

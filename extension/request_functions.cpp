@@ -33,12 +33,14 @@ void require_cost_fits(const core::Limit &limit, double cost, const text *limit_
 // One key's decision; the cost has been checked against the limit.
 core::Outcome decide_key(const CallContext &context, const core::Limit &limit, text *limit_name, text *key,
                          SettleMode mode, double cost, bool reserve) {
-    const bool keyed_grid = limit.algorithm == core::Algorithm::fixed_window && !limit.has_start;
-    const core::Micros origin =
-        core::window_origin(limit, keyed_grid ? core::key_hash(VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key)) : 0);
-    return settle(StateTarget{context.extension, context.schema, PointerGetDatum(limit_name), PointerGetDatum(key),
-                              limit, origin},
-                  limit, mode, cost, reserve, origin);
+    const core::Micros origin = core::key_origin(limit, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+    core::Outcome outcome = settle(StateTarget{context.extension, context.schema, PointerGetDatum(limit_name),
+                                               PointerGetDatum(key), limit, origin},
+                                   limit, mode, cost, reserve, origin);
+    // Denied callers told to come back at spread-out instants (never earlier than they could succeed).
+    if (!outcome.allowed && limit.jitter > 0)
+        outcome.retry_after = core::jittered(limit, outcome.retry_after, pg_prng_uint64(&pg_global_prng_state));
+    return outcome;
 }
 
 // Arguments (key, limit_name, cost[, reserve]) -> rate_limit_decision.
@@ -115,6 +117,40 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
     return static_cast<Datum>(0);
 }
 
+// Whole seconds, rounded up: a client that waits this long is never early.
+int64 ceil_seconds(core::Micros micros) { return (micros + USECS_PER_SEC - 1) / USECS_PER_SEC; }
+
+// rate_limit_throttle(key, limit_name, cost) -> (limited, limit, remaining, retry_after, reset_after):
+// rate_limit_request in redis-cell's CL.THROTTLE reply. limit is the capacity in whole units (redis-cell's
+// max_burst + 1); retry_after is -1 when allowed. Unlike redis-cell, which truncates, the seconds are rounded up.
+Datum throttle_body(FunctionCallInfo fcinfo) {
+    const CallContext context = call_context(fcinfo, false);
+    text *key = key_arg(fcinfo, 0);
+    text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
+    const double cost = cost_arg(fcinfo, 2);
+    TupleDesc desc = nullptr;
+    if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+        elog(ERROR, "return type must be a row type");
+    bool shape = desc->natts == 5 && TupleDescAttr(desc, 0)->atttypid == INT4OID;
+    for (int i = 1; shape && i < 5; ++i) shape = TupleDescAttr(desc, i)->atttypid == INT8OID;
+    if (!shape)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("pg_ratelimit cannot return these columns: they are not (limited integer, limit bigint,"
+                               " remaining bigint, retry_after bigint, reset_after bigint)"),
+                        errhint("Re-create the extension.")));
+    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    require_cost_fits(limit, cost, limit_name);
+    const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
+    Datum values[5];
+    bool nulls[5] = {false, false, false, false, false};
+    values[0] = Int32GetDatum(outcome.allowed ? 0 : 1);
+    values[1] = Int64GetDatum(core::whole_units(limit, limit.capacity));
+    values[2] = Int64GetDatum(core::whole_units(limit, outcome.balance));
+    values[3] = Int64GetDatum(outcome.allowed ? -1 : ceil_seconds(outcome.retry_after));
+    values[4] = Int64GetDatum(ceil_seconds(outcome.reset_after));
+    return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
+}
+
 Datum request_body(FunctionCallInfo fcinfo) { return decide(fcinfo, SettleMode::request); }
 Datum check_body(FunctionCallInfo fcinfo) { return decide(fcinfo, SettleMode::check); }
 Datum refund_body(FunctionCallInfo fcinfo) { return decide(fcinfo, SettleMode::refund); }
@@ -149,5 +185,6 @@ Datum reset_body(FunctionCallInfo fcinfo) {
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_request, pg_ratelimit::request_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_request_many, pg_ratelimit::request_many_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_check, pg_ratelimit::check_body)
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_throttle, pg_ratelimit::throttle_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_refund, pg_ratelimit::refund_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_reset, pg_ratelimit::reset_body)

@@ -32,11 +32,13 @@ count_pg_regress() {
 # Scripts of our own end with a line "cases: N".
 count_cases() { sed -n 's/^cases: \([0-9]*\).*/\1/p' "$1" | tail -n 1; }
 
+suite_log() { echo "$LOGS/$(echo "$1" | tr -c 'a-zA-Z0-9_\n' '_').log"; }
+
 # run_suite NAME COUNTER COMMAND...: runs COMMAND, its output to the terminal and to the suite's log.
 run_suite() {
     local name=$1 counter=$2 file status started seconds cases
     shift 2
-    file=$LOGS/$(echo "$name" | tr -c 'a-zA-Z0-9_\n' '_').log
+    file=$(suite_log "$name")
     log "$name"
     started=$(date +%s)
     if "$@" 2>&1 | tee "$file"; then status=passed; else status=FAILED; FAILED+=("$name"); fi
@@ -85,6 +87,12 @@ run_suite "pg_regress + isolation, extension under ASan + UBSan (both paths)" co
 printf '\n%-58s %-7s %7s %7s\n' "suite" "result" "cases" "time"
 printf '%s\n' "${SUMMARY[@]}"
 if [ ${#FAILED[@]} -gt 0 ]; then
+    # The end of each failed suite's log again, so that a report showing only the end of this output
+    # still says why.
+    for name in "${FAILED[@]}"; do
+        printf '\n--- the last 20 lines of %s ---\n' "$name"
+        tail -n 20 "$(suite_log "$name")"
+    done
     printf '\nFAILED: %s\n' "${FAILED[@]}" >&2
     printf 'Full output of each suite: %s\n' "$LOGS" >&2
     exit 1

@@ -81,7 +81,7 @@ SELECT count(*) AS state_rows FROM rate_limit_state;
 -- The full message, with detail and hint, for the most common mistakes.
 SELECT rate_limit_request('k', 'no_such_limit');
 SELECT rate_limit_request('k', 'small', 6);
-SELECT rate_limit_define('bad', 1, '1 second', 'sliding_window');
+SELECT rate_limit_define('bad', 1, '1 second', 'leaky_bucket');
 SELECT rate_limit_define('bad', 1, '1 month');
 
 -- Read-only transactions: each write names what it could not do.

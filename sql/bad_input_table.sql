@@ -42,8 +42,9 @@ $$;
 -- Every row of both tables as one line, for showing what a valid call changed.
 CREATE FUNCTION pg_temp.table_lines() RETURNS text[] LANGUAGE sql AS $$
     SELECT array(
-        SELECT format('limit %s(%s %s/%s cap %s res %s start %s)', pg_temp.shown(name), algorithm, rate, period,
-                      capacity, coalesce(max_reserved::text, '-'), coalesce(start::text, '-'))
+        SELECT format('limit %s(%s %s/%s cap %s res %s start %s shards %s %s jitter %s)', pg_temp.shown(name),
+                      algorithm, rate, period, capacity, coalesce(max_reserved::text, '-'), coalesce(start::text, '-'),
+                      shards, storage, jitter)
           FROM rate_limit_config
         UNION ALL
         SELECT format('key %s/%s=%s@%s', pg_temp.shown(limit_name), pg_temp.shown(key), value, ts)
@@ -114,7 +115,9 @@ LANGUAGE sql AS $$
            md5(string_agg(concat_ws(',', c.ctid, c.xmin, textsend(c.name), textsend(c.algorithm),
                                     float8send(c.rate), interval_send(c.period), float8send(c.capacity),
                                     coalesce(float8send(c.max_reserved)::text, 'null'),
-                                    coalesce(timestamptz_send(c.start)::text, 'null')), '|' ORDER BY c.name))
+                                    coalesce(timestamptz_send(c.start)::text, 'null'), int4send(c.shards),
+                                    textsend(c.storage), int8send(c.epoch), interval_send(c.jitter)), '|'
+                          ORDER BY c.name))
       FROM rate_limit_config c
     UNION ALL
     SELECT 'rate_limit_state', count(*),
@@ -158,6 +161,9 @@ INSERT INTO arguments VALUES
     ('rate_limit_check', 1, 'key', 'key', $$'half'$$),
     ('rate_limit_check', 2, 'limit_name', 'name', $$'tb'$$),
     ('rate_limit_check', 3, 'cost', 'float8', '1'),
+    ('rate_limit_throttle', 1, 'key', 'key', $$'half'$$),
+    ('rate_limit_throttle', 2, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_throttle', 3, 'cost', 'float8', '1'),
     ('rate_limit_refund', 1, 'key', 'key', $$'debt'$$),
     ('rate_limit_refund', 2, 'limit_name', 'name', $$'tb'$$),
     ('rate_limit_refund', 3, 'cost', 'float8', '1'),
@@ -170,6 +176,9 @@ INSERT INTO arguments VALUES
     ('rate_limit_define', 5, 'capacity', 'float8', 'NULL'),
     ('rate_limit_define', 6, 'max_reserved', 'float8', 'NULL'),
     ('rate_limit_define', 7, 'start', 'timestamptz', 'NULL'),
+    ('rate_limit_define', 8, 'shards', 'int4', '1'),
+    ('rate_limit_define', 9, 'storage', 'storage', $$'durable'$$),
+    ('rate_limit_define', 10, 'jitter', 'interval', 'NULL'),
     ('rate_limit_drop', 1, 'name', 'name', $$'fw'$$),
     ('rate_limit_cleanup', 1, 'limit_name', 'name', $$'tb'$$);
 
@@ -253,6 +262,8 @@ INSERT INTO argument_values (kind, n, label, expr) VALUES
     ('algorithm', 2, 'empty', $$''$$),
     ('algorithm', 3, 'token_bucket', $$'token_bucket'$$),
     ('algorithm', 4, 'fixed_window', $$'fixed_window'$$),
+    ('algorithm', 12, 'gcra', $$'gcra'$$),
+    ('algorithm', 13, 'sliding_window', $$'sliding_window'$$),
     ('algorithm', 5, 'Token_Bucket', $$'Token_Bucket'$$),
     ('algorithm', 6, 'FIXED_WINDOW', $$'FIXED_WINDOW'$$),
     ('algorithm', 7, 'leading space', $$' token_bucket'$$),
@@ -270,6 +281,19 @@ INSERT INTO argument_values (kind, n, label, expr) VALUES
     ('timestamptz', 8, '... + 1 microsecond', $$'2000-01-01+00'::timestamptz + '3660000 days 00:00:00.000001'$$),
     ('timestamptz', 9, '20000-01-01', $$'20000-01-01 00:00:00+00'::timestamptz$$),
     ('timestamptz', 10, '294276-12-31 (latest)', $$'294276-12-31 23:59:59+00'::timestamptz$$),
+    ('int4', 1, 'NULL', 'NULL'),
+    ('int4', 2, '0', '0'),
+    ('int4', 3, '-1', '-1'),
+    ('int4', 4, '1', '1'),
+    ('int4', 5, '256 (max)', '256'),
+    ('int4', 6, '257', '257'),
+    ('int4', 7, '2147483647', '2147483647'),
+    ('storage', 1, 'NULL', 'NULL'),
+    ('storage', 2, 'durable', $$'durable'$$),
+    ('storage', 3, 'unlogged', $$'unlogged'$$),
+    ('storage', 4, 'memory', $$'memory'$$),
+    ('storage', 5, 'Memory', $$'Memory'$$),
+    ('storage', 6, 'tape', $$'tape'$$),
     ('boolean', 1, 'NULL', 'NULL'),
     ('boolean', 2, 'false', 'false'),
     ('boolean', 3, 'true', 'true');
@@ -294,13 +318,16 @@ SELECT a.fn, a.arg, v.label,
                  FROM arguments o WHERE o.fn = a.fn),
               v.from_clause)
   FROM arguments a JOIN argument_values v ON v.kind = a.kind
- ORDER BY array_position(ARRAY['rate_limit_request', 'rate_limit_check', 'rate_limit_refund', 'rate_limit_reset',
+ ORDER BY array_position(ARRAY['rate_limit_request', 'rate_limit_check', 'rate_limit_throttle', 'rate_limit_refund',
+                               'rate_limit_reset',
                                'rate_limit_define', 'rate_limit_drop', 'rate_limit_cleanup'], a.fn), a.pos, v.n;
 
 -- Extra cases: every argument NULL, and calls whose meaning depends on two arguments together.
 INSERT INTO cases (fn, arg, label, statement) VALUES
     ('rate_limit_request', '(all)', 'all NULL', 'SELECT rate_limit_request(NULL, NULL, NULL, NULL)::text'),
     ('rate_limit_check', '(all)', 'all NULL', 'SELECT rate_limit_check(NULL, NULL, NULL)::text'),
+    ('rate_limit_throttle', '(all)', 'all NULL', 'SELECT rate_limit_throttle(NULL, NULL, NULL)::text'),
+    ('rate_limit_throttle', 'cost', '11 on tb (capacity 10)', $$SELECT rate_limit_throttle('half', 'tb', 11)::text$$),
     ('rate_limit_refund', '(all)', 'all NULL', 'SELECT rate_limit_refund(NULL, NULL, NULL)::text'),
     ('rate_limit_reset', '(all)', 'all NULL', 'SELECT rate_limit_reset(NULL, NULL)::text'),
     ('rate_limit_define', '(all)', 'all NULL',
@@ -317,6 +344,26 @@ INSERT INTO cases (fn, arg, label, statement) VALUES
     ('rate_limit_refund', 'cost', '10 on the key in debt', $$SELECT rate_limit_refund('debt', 'tb', 10)::text$$),
     ('rate_limit_define', 'start', 'on a token bucket',
      $$SELECT rate_limit_define('new_limit', 10, '1 minute', 'token_bucket', NULL, NULL, '2026-01-01+00')::text$$),
+    ('rate_limit_define', 'start', 'on gcra',
+     $$SELECT rate_limit_define('new_limit', 10, '1 minute', 'gcra', NULL, NULL, '2026-01-01+00')::text$$),
+    ('rate_limit_define', 'start', 'on a sliding window',
+     $$SELECT rate_limit_define('new_limit', 10, '1 minute', 'sliding_window', NULL, NULL, '2026-01-01+00')::text$$),
+    ('rate_limit_define', 'capacity', 'sliding window, capacity 20 for rate 10',
+     $$SELECT rate_limit_define('new_limit', 10, '1 minute', 'sliding_window', 20)::text$$),
+    ('rate_limit_define', 'capacity', 'sliding window, capacity = rate',
+     $$SELECT rate_limit_define('new_limit', 10, '1 minute', 'sliding_window', 10)::text$$),
+    ('rate_limit_define', 'max_reserved', 'sliding window, 1 reservable',
+     $$SELECT rate_limit_define('new_limit', 10, '1 minute', 'sliding_window', NULL, 1)::text$$),
+    ('rate_limit_define', 'max_reserved', 'sliding window, 0 reservable',
+     $$SELECT rate_limit_define('new_limit', 10, '1 minute', 'sliding_window', NULL, 0)::text$$),
+    ('rate_limit_define', 'period', 'sliding window, 999 microseconds',
+     $$SELECT rate_limit_define('new_limit', 10, '999 microseconds', 'sliding_window')::text$$),
+    ('rate_limit_define', 'period', 'sliding window, 1 millisecond',
+     $$SELECT rate_limit_define('new_limit', 10, '1 millisecond', 'sliding_window')::text$$),
+    ('rate_limit_define', 'jitter', '1 day (max)',
+     $$SELECT rate_limit_define('new_limit', 10, '1 minute', jitter => '1 day')::text$$),
+    ('rate_limit_define', 'jitter', '1 day 1 us',
+     $$SELECT rate_limit_define('new_limit', 10, '1 minute', jitter => '1 day 00:00:00.000001')::text$$),
     ('rate_limit_define', 'capacity', 'below the cost already held',
      $$SELECT rate_limit_define('tb', 10, '1 minute', 'token_bucket', 1, 5, NULL)::text$$),
     ('rate_limit_define', 'algorithm', 'tb becomes a fixed window',

@@ -16,7 +16,12 @@ SELECT rate_limit_define('default', rate => 7, period => '1 second', capacity =>
 SELECT rate_limit_define('send_message', rate => 5, period => '2 minutes', algorithm => 'fixed_window',
                          max_reserved => 3, start => '2026-01-01 00:00:00+00');
 SELECT rate_limit_define('hot', rate => 100, period => '1 minute', shards => 4);
+SELECT rate_limit_define('cell', rate => 30, period => '1 minute', algorithm => 'gcra', capacity => 16,
+                         jitter => '5 seconds');
+SELECT rate_limit_define('sliding', rate => 50, period => '1 minute', algorithm => 'sliding_window');
 SELECT rate_limit_request('user1');
+SELECT rate_limit_request('user1', 'cell', 6);
+SELECT rate_limit_request('user1', 'sliding', 20);
 SELECT rate_limit_request('user1', 'send_message', 4);
 SELECT rate_limit_request('user1', 'hot', 20) FROM generate_series(1, 3);
 SQL
@@ -24,11 +29,14 @@ SQL
 snapshot() {
     psql -X -At -v ON_ERROR_STOP=1 -d "$1" <<'SQL'
 SET timezone = 'UTC';
-SELECT 'config', name, algorithm, rate, period, capacity, max_reserved, start, shards FROM rate_limit_config ORDER BY name;
+SELECT 'config', name, algorithm, rate, period, capacity, max_reserved, start, shards, jitter FROM rate_limit_config
+ ORDER BY name;
 SELECT 'state', limit_name, key, shard, value, ts FROM rate_limit_state ORDER BY limit_name, key, shard;
 SET pg_ratelimit.fake_now = '2026-01-01 00:00:00+00';
 SELECT 'decision', * FROM rate_limit_check('user1');
 SELECT 'decision', * FROM rate_limit_check('user1', 'send_message');
+SELECT 'decision', * FROM rate_limit_check('user1', 'cell');
+SELECT 'decision', * FROM rate_limit_check('user1', 'sliding');
 -- Which shard a check would take is drawn at random, and with it reset_after: the key's units only.
 SELECT 'decision', allowed, remaining FROM rate_limit_check('user1', 'hot');
 SQL
@@ -47,5 +55,8 @@ fi
 grep -q '^config|default|token_bucket|7|' "$work/after" || { echo "dump_restore: FAILED (redefined default lost)" >&2; exit 1; }
 grep -q '^state|send_message|user1|0|1|' "$work/after" || { echo "dump_restore: FAILED (state lost)" >&2; exit 1; }
 [ "$(grep -c '^state|hot|user1|' "$work/after")" -eq 3 ] || { echo "dump_restore: FAILED (shards lost)" >&2; exit 1; }
+grep -q '^config|cell|gcra|30|.*|00:00:05$' "$work/after" || { echo "dump_restore: FAILED (gcra or jitter lost)" >&2; exit 1; }
+grep -q '^decision|t|9|' "$work/after" || { echo "dump_restore: FAILED (gcra state lost)" >&2; exit 1; }
+grep -q '^state|sliding|user1|0|20|' "$work/after" || { echo "dump_restore: FAILED (sliding state lost)" >&2; exit 1; }
 echo "dump_restore: ok ($(grep -c '^config' "$work/after") limits, $(grep -c '^state' "$work/after") keys restored)"
 echo "cases: 1"

@@ -152,6 +152,8 @@ check "primary: the standby's batch left the primary's keys alone" "$(remaining 
 coproc STANDBY_SESSION {
     PGHOST=$STANDBY_DIR PGPORT=5432 PGUSER=postgres PGDATABASE=postgres exec psql -X -At -q 2>&1
 }
+# Bash unsets STANDBY_SESSION_PID as soon as it reaps the coprocess, which can be before `wait` runs.
+standby_session_pid=$STANDBY_SESSION_PID
 session() {
     local line out=
     printf '%s\n\\echo __end__\n' "$1" >&"${STANDBY_SESSION[1]}"
@@ -187,7 +189,7 @@ check "standby, cached session: 21 requests on a fresh key, the 21st denied (adm
                   FROM (SELECT (rate_limit_request('f3', 'm_sb')).allowed FROM generate_series(1, 21) OFFSET 0) AS s;")" "20/1"
 check "standby session: the same backend throughout" "$(session "SELECT pg_backend_pid();")" "$session_pid"
 printf '\\q\n' >&"${STANDBY_SESSION[1]}"
-wait "$STANDBY_SESSION_PID" || true
+wait "$standby_session_pid" 2>/dev/null || true
 
 # A limit dropped and defined again on the primary starts over there (its entries are forgotten at
 # commit); the standby must not keep enforcing the old limit's consumption either.

@@ -47,7 +47,8 @@ Decision to_decision(const pqxx::result &result, Call call, const std::string &l
 std::optional<Policy> to_policy(const pqxx::result &result) {
     if (result.empty()) return std::nullopt;
     const pqxx::row row = result[0];
-    return Policy{row[0].as<double>(), micros_from_seconds(row[1].c_str()), row[2].as<double>()};
+    return Policy{row[0].as<double>(), micros_from_seconds(row[1].c_str()), row[2].as<double>(),
+                  row[3].as<std::string>()};
 }
 
 // Runs exec(sql_or_name, params...) with the call's parameters; bad input becomes a typed exception.
@@ -93,8 +94,8 @@ Statements::Statements(const std::string &schema) {
         "SELECT r.key, r.\"position\", r.allowed, r.remaining, extract(epoch FROM r.retry_after),"
         " extract(epoch FROM r.reset_after) FROM " +
         prefix + "rate_limit_request_many($1::text[], $2::text, $3::float8[]) AS r";
-    policy_sql_ =
-        "SELECT rate, extract(epoch FROM period), capacity FROM " + prefix + "rate_limit_config WHERE name = $1::text";
+    policy_sql_ = "SELECT rate, extract(epoch FROM period), capacity, algorithm FROM " + prefix +
+                  "rate_limit_config WHERE name = $1::text";
 }
 
 void Statements::prepare_on(pqxx::connection_base &connection) const {

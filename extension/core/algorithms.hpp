@@ -1,13 +1,17 @@
 // The decisions of a rate limit, as pure functions of (limit, stored state, now, cost).
 //
 // Token bucket: units refill continuously, value = min(value + elapsed * rate / period, capacity).
+// GCRA: the token bucket's balances, kept as one instant, the theoretical arrival time (gcra.cpp).
 // Fixed window: windows start at origin + k * period; each window boundary crossed adds rate units, up
 //   to capacity. origin is the limit's start, or, without one, a per-key offset in [0, period) derived
 //   from a hash of the key, so keys do not all refill at the same instant.
+// Sliding window: on the fixed window's grid, a key has used its current window's count plus the previous
+//   window's weighted by its remaining overlap (sliding_window.cpp); capacity is the rate.
 //
 // Time never runs backwards for a key: if now is earlier than the stored ts (the server clock was
-// stepped back), the key is evaluated at ts, so no units are minted twice; durations are still reported
-// relative to the real now.
+// stepped back), the key is evaluated at ts (the sliding window: at the start of its stored window; GCRA
+// keys simply hold less), so no units are minted twice; durations are still reported relative to the
+// real now.
 #pragma once
 
 #include <cstddef>
@@ -20,8 +24,17 @@ namespace pg_ratelimit::core {
 // Stable 64-bit FNV-1a of the key bytes; the fixed-window offset of keys without a start.
 [[nodiscard]] std::uint64_t key_hash(const char *data, std::size_t size) noexcept;
 
-// Where a key's fixed-window grid starts (unused by the token bucket).
+// Whether the algorithm counts on a window grid (fixed and sliding windows).
+[[nodiscard]] bool uses_window_grid(Algorithm algorithm) noexcept;
+
+// Where a key's window grid starts, given the key's key_hash (0 for algorithms without a grid).
 [[nodiscard]] Micros window_origin(const Limit &limit, std::uint64_t key_hash) noexcept;
+// The same from the key itself; hashes it only when the grid depends on it.
+[[nodiscard]] Micros key_origin(const Limit &limit, const char *key, std::size_t size) noexcept;
+
+// A denied call's retry_after spread by jitter (Limit::jitter): retry_after plus random % (jitter + 1)
+// microseconds, never beyond MAX_DURATION; unchanged without jitter. Never shorter than the true wait.
+[[nodiscard]] Micros jittered(const Limit &limit, Micros retry_after, std::uint64_t random) noexcept;
 
 // Slack for float rounding when comparing unit counts: a request short by less than this is admitted
 // and the tiny shortfall is stored as debt, so rounding can neither mint nor lose a unit. Relative to

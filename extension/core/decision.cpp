@@ -1,4 +1,5 @@
-// Admission, reservations and refunds, shared by both algorithms (see algorithms.hpp).
+// Admission, reservations and refunds, shared by every algorithm (see algorithms.hpp): they see balances
+// only; what a balance is made of, and how it is stored, is each algorithm's (refill.hpp).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -9,9 +10,7 @@
 namespace pg_ratelimit::core {
 namespace {
 
-const RefillRules &rules_of(const Limit &limit) noexcept {
-    return limit.algorithm == Algorithm::token_bucket ? token_bucket_rules : fixed_window_rules;
-}
+const RefillRules &rules_of(const Limit &limit) noexcept { return rules_of(limit.algorithm); }
 
 // The balance of a key at now; a key without a row is full.
 Level level_of(const Limit &limit, const State *stored, Micros now, Micros origin) noexcept {
@@ -71,6 +70,24 @@ bool changes(const State *stored, const State &next) noexcept {
 
 }  // namespace
 
+const RefillRules &rules_of(Algorithm algorithm) noexcept {
+    switch (algorithm) {
+        case Algorithm::token_bucket:
+            return token_bucket_rules;
+        case Algorithm::fixed_window:
+            return fixed_window_rules;
+        case Algorithm::gcra:
+            return gcra_rules;
+        case Algorithm::sliding_window:
+            return sliding_window_rules;
+    }
+    return token_bucket_rules;
+}
+
+State store_balance(const Limit &, const State *, const Level &before, double balance, Micros) noexcept {
+    return {balance, before.at};
+}
+
 std::uint64_t key_hash(const char *data, std::size_t size) noexcept {
     std::uint64_t hash = 14695981039346656037ULL;
     for (std::size_t i = 0; i < size; ++i) {
@@ -80,9 +97,25 @@ std::uint64_t key_hash(const char *data, std::size_t size) noexcept {
     return hash;
 }
 
+bool uses_window_grid(Algorithm algorithm) noexcept {
+    return algorithm == Algorithm::fixed_window || algorithm == Algorithm::sliding_window;
+}
+
 Micros window_origin(const Limit &limit, std::uint64_t key_hash) noexcept {
+    if (!uses_window_grid(limit.algorithm)) return 0;
     if (limit.has_start) return limit.start;
     return static_cast<Micros>(key_hash % static_cast<std::uint64_t>(limit.period));
+}
+
+Micros key_origin(const Limit &limit, const char *key, std::size_t size) noexcept {
+    const bool keyed = uses_window_grid(limit.algorithm) && !limit.has_start;
+    return window_origin(limit, keyed ? key_hash(key, size) : 0);
+}
+
+Micros jittered(const Limit &limit, Micros retry_after, std::uint64_t random) noexcept {
+    if (limit.jitter <= 0) return retry_after;
+    const auto spread = static_cast<Micros>(random % (static_cast<std::uint64_t>(limit.jitter) + 1));
+    return std::min(saturating_add(retry_after, spread), MAX_DURATION);
 }
 
 double tolerance(const Limit &limit) noexcept {
@@ -93,24 +126,6 @@ double tolerance(const Limit &limit) noexcept {
     // Never more than half a microsecond of refill: admission then agrees with retry_after to the
     // microsecond (see token_bucket_time_to_gain).
     return std::min(units, 0.5 * limit.rate / static_cast<double>(limit.period));
-}
-
-Micros saturating_sub(Micros a, Micros b) noexcept {
-    Micros result = 0;
-    if (!__builtin_sub_overflow(a, b, &result)) return result;
-    return b < 0 ? std::numeric_limits<Micros>::max() : std::numeric_limits<Micros>::min();
-}
-
-Micros saturating_add(Micros a, Micros b) noexcept {
-    Micros result = 0;
-    if (!__builtin_add_overflow(a, b, &result)) return result;
-    return b > 0 ? std::numeric_limits<Micros>::max() : std::numeric_limits<Micros>::min();
-}
-
-Micros clamp_duration(double micros) noexcept {
-    if (!(micros > 0)) return 0;  // also NaN
-    if (micros >= static_cast<double>(MAX_DURATION)) return MAX_DURATION;
-    return static_cast<Micros>(std::ceil(micros));
 }
 
 std::int64_t whole_units(const Limit &limit, double balance) noexcept {
@@ -142,9 +157,9 @@ Outcome request(const Limit &limit, const State *stored, Micros now, double cost
     Outcome out;
     if (covers(level.value, cost, allowance)) {
         out.allowed = true;
-        out.next = {level.value - cost, level.at};
+        out.next = rules_of(limit).store(limit, stored, level, level.value - cost, origin);
         out.write = changes(stored, out.next);
-        out.balance = out.next.value;
+        out.balance = level.value - cost;
         // Allowed into debt: the reserved work may run once the debt is repaid.
         out.retry_after = wait_until_covered(limit, &out.next, 0, tol, now, origin);
         out.reset_after = wait_until_covered(limit, &out.next, limit.capacity, tol, now, origin);
@@ -169,7 +184,7 @@ Outcome refund(const Limit &limit, const State *stored, Micros now, double cost,
     Outcome out;
     out.allowed = true;
     out.balance = std::min(level.value + cost, limit.capacity);
-    out.next = {out.balance, level.at};
+    out.next = rules_of(limit).store(limit, stored, level, out.balance, origin);
     out.write = stored != nullptr && changes(stored, out.next);
     const State *after = stored == nullptr ? nullptr : &out.next;
     const double tol = tolerance(limit);

@@ -8,18 +8,6 @@
 namespace pg_ratelimit::core {
 namespace {
 
-// 128-bit: t - origin and the window arithmetic below can exceed int64 at the ends of PostgreSQL's
-// timestamp range.
-using Wide = __int128;
-
-// floor((t - origin) / period) for any sign of t - origin.
-Wide window_index(Micros t, Micros origin, Micros period) noexcept {
-    const Wide offset = static_cast<Wide>(t) - origin;
-    Wide index = offset / period;
-    if (offset % period != 0 && offset < 0) --index;
-    return index;
-}
-
 Level level(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept {
     const Micros at = std::max(now, stored.ts);
     const Wide windows = window_index(at, origin, limit.period) - window_index(stored.ts, origin, limit.period);
@@ -37,6 +25,6 @@ Micros guess(const Limit &limit, double shortfall, Micros at, Micros origin) noe
 
 }  // namespace
 
-const RefillRules fixed_window_rules = {level, guess};
+const RefillRules fixed_window_rules = {level, store_balance, guess};
 
 }  // namespace pg_ratelimit::core

@@ -15,7 +15,8 @@ namespace pg_ratelimit::core {
 // (2000-01-01 UTC), but the core only ever uses differences and the grid origin below.
 using Micros = std::int64_t;
 
-enum class Algorithm : std::uint8_t { token_bucket, fixed_window };
+// The values are part of the memory-mode fingerprint (memory_table.cpp): append, never renumber.
+enum class Algorithm : std::uint8_t { token_bucket, fixed_window, gcra, sliding_window };
 
 // Where a limit keeps its keys' state (the glue's concern; the decisions do not depend on it):
 //   durable   rate_limit_state: WAL-logged, transactional, replicated, kept across crashes
@@ -31,6 +32,11 @@ inline constexpr double MIN_UNITS = 1e-9;
 inline constexpr Micros MAX_PERIOD = Micros{100} * 366 * 86400 * 1000000;  // 100 years
 inline constexpr Micros MAX_DURATION = MAX_PERIOD * 1000;                  // longest retry_after/reset_after reported
 inline constexpr int MAX_SHARDS = 256;
+// The shortest sliding-window period: the previous window's count is kept in whole quanta of at most
+// capacity / 999 (sliding_window.cpp).
+inline constexpr Micros MIN_SLIDING_PERIOD = 1000;
+// The widest jitter: one day.
+inline constexpr Micros MAX_JITTER = Micros{86400} * 1000000;
 
 struct Limit {
     Algorithm algorithm = Algorithm::token_bucket;
@@ -38,7 +44,7 @@ struct Limit {
     Micros period = 0;        // > 0
     double capacity = 0;      // the most that can accumulate; > 0
     double max_reserved = 0;  // deepest debt a reservation may create; +infinity: up to MAX_UNITS
-    bool has_start = false;   // fixed window only: windows start at start + k * period
+    bool has_start = false;   // fixed and sliding windows only: windows start at start + k * period
     Micros start = 0;
     // Hot-key shards (core/shards.hpp): each key's allowance is split over this many rows, each a limit of
     // its own with rate, capacity and max_reserved divided by the count. The decisions below are made per
@@ -49,11 +55,14 @@ struct Limit {
     // algorithm, shards or storage (rate_limit_define draws a new one). Memory state made under another
     // epoch counts as absent, on a standby too, where no trigger can forget it.
     std::uint64_t epoch = 0;
+    // Denied calls' retry_after is spread by a random 0..jitter microseconds (algorithms.hpp: jittered).
+    Micros jitter = 0;
 };
 
 // The two numbers stored per (limit, key). value may be negative (debt from reservations).
 // Token bucket: ts is when value was last computed. Fixed window: ts is the last time the key was
-// evaluated; the window grid itself comes from the limit (start, or a per-key offset).
+// evaluated; the window grid itself comes from the limit (start, or a per-key offset). GCRA and the
+// sliding window encode their own state in the two numbers (gcra.cpp, sliding_window.cpp).
 struct State {
     double value = 0;
     Micros ts = 0;

@@ -1,6 +1,7 @@
-// What differs between algorithms: how a stored balance grows with time, and a first guess of when it
-// will have grown by a given amount. Everything else (admission, reservations, refunds, the exact waits)
-// is shared in decision.cpp. One file per algorithm implements these.
+// What differs between algorithms: what a key's two stored numbers mean (how the balance they hold grows
+// with time, and how a new balance is written back), and a first guess of when a balance will have grown
+// by a given amount. Everything else (admission, reservations, refunds, the exact waits) is shared in
+// decision.cpp, which only ever sees balances. One file per algorithm implements these.
 #pragma once
 
 #include "core/limit.hpp"
@@ -17,6 +18,11 @@ struct RefillRules {
     // The balance of `stored` at `now`. Must be non-decreasing in now (decision.cpp searches it for the
     // first instant at which a condition holds) and never above capacity.
     Level (*level)(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept;
+    // The state to store so that the key holds `balance` at `before.at`, where `before` is what level()
+    // gave for `stored` (nullptr: the key had no row) and `balance` <= capacity. Reading it back at
+    // before.at never gives more than `balance` (an encoding may round, always towards less).
+    State (*store)(const Limit &limit, const State *stored, const Level &before, double balance,
+                   Micros origin) noexcept;
     // A guess of the instant after `at` at which a balance of `value` at `at` has grown by `shortfall`
     // (> 0) units. Only a starting point: decision.cpp then finds the exact microsecond by evaluating level,
     // so rounding here can never make a reported wait wrong, only the search longer.
@@ -27,6 +33,24 @@ struct RefillRules {
 extern const RefillRules token_bucket_rules;
 // Fixed window: rate units at each boundary origin + k * period (fixed_window.cpp).
 extern const RefillRules fixed_window_rules;
+// GCRA: the token bucket's balances, stored as the theoretical arrival time (gcra.cpp).
+extern const RefillRules gcra_rules;
+// Sliding window: the previous window's count weighted by its remaining overlap (sliding_window.cpp).
+extern const RefillRules sliding_window_rules;
+
+// The rules of an algorithm.
+[[nodiscard]] const RefillRules &rules_of(Algorithm algorithm) noexcept;
+
+// The balance/state pair the token bucket and the fixed window store: the balance itself, at `at`.
+[[nodiscard]] State store_balance(const Limit &limit, const State *stored, const Level &before, double balance,
+                                  Micros origin) noexcept;
+
+// floor((t - origin) / period) for any sign of t - origin, in 128 bits: t - origin and the window
+// arithmetic can exceed int64 at the ends of PostgreSQL's timestamp range.
+using Wide = __int128;
+[[nodiscard]] Wide window_index(Micros t, Micros origin, Micros period) noexcept;
+// origin + index * period, clamped to the int64 range.
+[[nodiscard]] Micros window_start(Wide index, Micros origin, Micros period) noexcept;
 
 // a - b and a + b without overflow: they saturate at the int64 limits (only reachable with instants
 // hundreds of thousands of years apart, at the ends of PostgreSQL's timestamp range).

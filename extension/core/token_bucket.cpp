@@ -21,6 +21,6 @@ Micros guess(const Limit &limit, double shortfall, Micros at, Micros) noexcept {
 
 }  // namespace
 
-const RefillRules token_bucket_rules = {level, guess};
+const RefillRules token_bucket_rules = {level, store_balance, guess};
 
 }  // namespace pg_ratelimit::core

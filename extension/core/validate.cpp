@@ -15,13 +15,19 @@ LimitProblem validate_limit(const Limit &limit) noexcept {
     if (!valid_units(limit.capacity)) return LimitProblem::capacity;
     const bool unlimited = std::isinf(limit.max_reserved) && limit.max_reserved > 0;
     if (!unlimited && !(limit.max_reserved >= 0 && limit.max_reserved <= MAX_UNITS)) return LimitProblem::max_reserved;
+    if (limit.algorithm == Algorithm::sliding_window) {
+        if (limit.capacity != limit.rate) return LimitProblem::sliding_capacity;
+        if (limit.max_reserved != 0) return LimitProblem::sliding_reservations;
+        if (limit.period < MIN_SLIDING_PERIOD) return LimitProblem::sliding_period;
+    }
     if (limit.has_start) {
-        if (limit.algorithm != Algorithm::fixed_window) return LimitProblem::start_needs_fixed_window;
+        if (!uses_window_grid(limit.algorithm)) return LimitProblem::start_needs_window;
         if (limit.start > MAX_START_OFFSET || limit.start < -MAX_START_OFFSET) return LimitProblem::start_out_of_range;
     }
     if (limit.shards < 1 || limit.shards > MAX_SHARDS) return LimitProblem::shards;
     if (limit.rate / limit.shards < MIN_UNITS || limit.capacity / limit.shards < MIN_UNITS)
         return LimitProblem::shards_too_small;
+    if (limit.jitter < 0 || limit.jitter > MAX_JITTER) return LimitProblem::jitter;
     return LimitProblem::none;
 }
 

@@ -8,15 +8,19 @@ namespace pg_ratelimit::core {
 
 enum class LimitProblem : std::uint8_t {
     none,
-    rate,             // NaN or outside [MIN_UNITS, MAX_UNITS]
-    period,           // <= 0
-    period_too_long,  // > MAX_PERIOD
-    capacity,         // NaN or outside [MIN_UNITS, MAX_UNITS]
-    max_reserved,     // NaN or < 0 (+infinity means unlimited)
-    start_needs_fixed_window,
-    start_out_of_range,  // further than MAX_START_OFFSET from 2000-01-01
-    shards,              // outside [1, MAX_SHARDS]
-    shards_too_small,    // rate / shards or capacity / shards below MIN_UNITS
+    rate,                  // NaN or outside [MIN_UNITS, MAX_UNITS]
+    period,                // <= 0
+    period_too_long,       // > MAX_PERIOD
+    capacity,              // NaN or outside [MIN_UNITS, MAX_UNITS]
+    max_reserved,          // NaN or < 0 (+infinity means unlimited)
+    start_needs_window,    // start given to an algorithm without a window grid
+    sliding_capacity,      // sliding window: capacity differs from rate
+    sliding_reservations,  // sliding window: max_reserved other than 0
+    sliding_period,        // sliding window: period below MIN_SLIDING_PERIOD
+    jitter,                // outside [0, MAX_JITTER]
+    start_out_of_range,    // further than MAX_START_OFFSET from 2000-01-01
+    shards,                // outside [1, MAX_SHARDS]
+    shards_too_small,      // rate / shards or capacity / shards below MIN_UNITS
 };
 
 enum class CostProblem : std::uint8_t {

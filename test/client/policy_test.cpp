@@ -125,6 +125,38 @@ TEST_F(PolicyTest, EveryDecisionCarriesThePolicy) {
     EXPECT_EQ(pr::ratelimit_policy_field(fresh.check(key, limit)), expected);
 }
 
+// The policy names the algorithm, and its fields are right for each: a sliding window's capacity is its rate.
+TEST_F(PolicyTest, EveryAlgorithmCarriesItsPolicy) {
+    struct Case {
+        const char *algorithm;
+        double capacity;
+        const char *field;
+    };
+    for (const Case &c : {Case{"token_bucket", 8, ";q=8;w=2"}, Case{"gcra", 8, ";q=8;w=2"},
+                          Case{"fixed_window", 8, ";q=8;w=2"}, Case{"sliding_window", 4, ";q=4;w=2"}}) {
+        {
+            auto conn = test_support::connect();
+            pqxx::work tx{*conn};
+            if (std::string{c.algorithm} == "sliding_window")
+                tx.exec_params("SELECT rate_limit_define($1, 4, '2 s', $2)", limit, c.algorithm);
+            else
+                tx.exec_params("SELECT rate_limit_define($1, 4, '2 s', $2, capacity => 8)", limit, c.algorithm);
+            tx.commit();
+        }
+        pr::Options options;
+        options.policy_ttl = milliseconds{0};  // read the row just redefined
+        pr::Limiter limiter{test_support::conninfo(), options};
+        const pr::Decision d = limiter.request(key + c.algorithm, limit);
+        ASSERT_TRUE(d.policy.has_value()) << c.algorithm;
+        EXPECT_EQ(d.policy->algorithm, c.algorithm);
+        EXPECT_EQ(d.policy->rate, 4) << c.algorithm;
+        EXPECT_EQ(d.policy->period, seconds{2}) << c.algorithm;
+        EXPECT_EQ(d.policy->capacity, c.capacity) << c.algorithm;
+        EXPECT_EQ(field(d.headers(), "RateLimit-Policy"), "\"" + limit + "\"" + c.field) << c.algorithm;
+        EXPECT_EQ(d.remaining, static_cast<std::int64_t>(c.capacity) - 1) << c.algorithm;
+    }
+}
+
 // The point of the cache: with a fresh entry, a call is the rate_limit_* function alone. Only the first
 // call on a limit reads its row; if the statement still joined rate_limit_config, every call would.
 TEST_F(PolicyTest, CallsSendTheFunctionAloneOnceThePolicyIsCached) {

@@ -172,15 +172,22 @@ std::vector<Scenario> scenarios() {
         all.push_back({level, "token_bucket", 400, 1, false});
         all.push_back({level, "token_bucket", 300, 1, true});
         all.push_back({level, "fixed_window", 400, 1, false});
+        all.push_back({level, "gcra", 400, 1, false});
+        all.push_back({level, "sliding_window", 400, 1, true});
         all.push_back({level, "token_bucket", 200, 0.5, false});
+        all.push_back({level, "gcra", 200, 0.5, true});
         // Sharded keys: every shard drained exactly, none overdrawn, whichever shard each call picks.
         all.push_back({level, "token_bucket", 400, 1, false, 4});
         all.push_back({level, "fixed_window", 400, 1, true, 16});
+        all.push_back({level, "gcra", 400, 1, false, 4});
+        all.push_back({level, "sliding_window", 400, 1, true, 4});
         // The other storage modes: an unlogged table, and shared memory (the server preloads the library).
         for (const char *storage : {"unlogged", "memory"}) {
             all.push_back({level, "token_bucket", 400, 1, false, 1, storage});
             all.push_back({level, "fixed_window", 300, 1, true, 1, storage});
             all.push_back({level, "token_bucket", 400, 1, false, 4, storage});
+            all.push_back({level, "gcra", 300, 1, false, 1, storage});
+            all.push_back({level, "sliding_window", 300, 1, true, 4, storage});
         }
     }
     return all;

@@ -13,8 +13,10 @@ namespace pg_ratelimit {
 // Options::policy_ttl (30 s by default) before the decision: cached per Limiter and limit name.
 struct Policy {
     double rate = 0;                      // units added per period
-    std::chrono::microseconds period{0};  // refill period (token bucket) or window length (fixed window)
-    double capacity = 0;                  // most units a key can hold: the burst
+    std::chrono::microseconds period{0};  // refill period (token bucket, GCRA) or window length (windows)
+    double capacity = 0;                  // most units a key can hold: the burst (the rate, sliding window)
+    // "token_bucket", "gcra", "fixed_window" or "sliding_window".
+    std::string algorithm{};
 };
 
 // One HTTP header field, ready to add to a response.

@@ -1,0 +1,45 @@
+// GCRA, the generic cell rate algorithm (as in redis-cell): a key's state is one instant, its theoretical
+// arrival time (TAT), the instant at which it would be full again if nothing else happened. Each unit
+// costs an emission interval T = period / rate, so a key holds capacity - (TAT - now) / T units: exactly
+// the balance of a token bucket of the same rate and capacity, which is what makes the two convertible.
+//
+// Stored: ts = floor(TAT) and value = the fraction of a microsecond beyond it, in [0, 1), so that a
+// balance written and read back is the token bucket's to rounding (within core::tolerance).
+//
+// Where GCRA and the token bucket differ: a clock stepped back makes a GCRA key poorer (its TAT is
+// further away from the earlier now) where a token bucket key holds still at its last instant. Neither
+// mints units.
+#include <algorithm>
+#include <cmath>
+
+#include "core/refill.hpp"
+
+namespace pg_ratelimit::core {
+namespace {
+
+// Beyond this many microseconds owed, the TAT is past every instant PostgreSQL can represent.
+constexpr double MAX_OWED = 4.0e18;
+
+Level level(const Limit &limit, const State &stored, Micros now, Micros) noexcept {
+    const double owed = static_cast<double>(saturating_sub(stored.ts, now)) + stored.value;
+    if (!(owed > 0)) return {limit.capacity, now};
+    return {std::min(limit.capacity, limit.capacity - owed * limit.rate / static_cast<double>(limit.period)), now};
+}
+
+State store(const Limit &limit, const State *, const Level &before, double balance, Micros) noexcept {
+    const double owed = (limit.capacity - balance) * static_cast<double>(limit.period) / limit.rate;
+    if (!(owed > 0)) return {0, before.at};
+    if (owed >= MAX_OWED) return {0, saturating_add(before.at, static_cast<Micros>(MAX_OWED))};
+    const double whole = std::floor(owed);
+    return {owed - whole, saturating_add(before.at, static_cast<Micros>(whole))};
+}
+
+Micros guess(const Limit &limit, double shortfall, Micros at, Micros) noexcept {
+    return saturating_add(at, clamp_duration(shortfall * static_cast<double>(limit.period) / limit.rate));
+}
+
+}  // namespace
+
+const RefillRules gcra_rules = {level, store, guess};
+
+}  // namespace pg_ratelimit::core

@@ -1,0 +1,126 @@
+// Sliding window: the weighted two-window counter. Windows are the fixed window's grid (origin + k * period);
+// at an instant a fraction f into window w, a key has used
+//     current + previous * (1 - f)
+// where current counts the units taken in w and previous those taken in w - 1, i.e. the previous window's
+// count weighted by how much of it still overlaps the period ending now. A request is admitted while that
+// stays within capacity (= rate, checked by validate.hpp). At a boundary the used amount is continuous:
+// current becomes previous and drains linearly over the next window. It removes the fixed window's burst
+// of twice the rate around a boundary: in any stretch of length d, at most rate + rate * d / period units
+// are admitted, the bound of a token bucket whose capacity is the rate.
+//
+// The two stored numbers: value = current, and ts = the start of window w plus previous in quanta. So ts
+// names the window (floor((ts - origin) / period) = w) and, by its offset into it, the previous window's
+// count: a quantum is 1 / K units, K = floor((period - 1) / capacity) quanta per unit when that is at
+// least 1 (whole and half units are then exact: the usual costs), else (period - 1) / capacity. validate.hpp
+// requires a period of at least 1 ms, so that 999 quanta or more cover the capacity. previous is rounded up
+// to a whole quantum (less the tolerance), so the rounding never admits more.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/algorithms.hpp"
+#include "core/refill.hpp"
+
+namespace pg_ratelimit::core {
+namespace {
+
+constexpr Wide MIN_INSTANT = std::numeric_limits<Micros>::min();
+constexpr Wide MAX_INSTANT = std::numeric_limits<Micros>::max();
+
+// Quanta per unit of `previous` (see above).
+double quanta_per_unit(const Limit &limit) noexcept {
+    const double per_unit = static_cast<double>(limit.period - 1) / limit.capacity;
+    return per_unit >= 1 ? std::floor(per_unit) : per_unit;
+}
+
+// What a key holds in the window containing `at` (at >= the start of the stored window).
+struct Counts {
+    double previous = 0;
+    double current = 0;
+    Wide window = 0;       // the window containing at
+    Micros remaining = 0;  // microseconds from at to the end of that window, in [1, period]
+};
+
+Wide start_of(Wide window, Micros origin, Micros period) noexcept {
+    return static_cast<Wide>(origin) + window * period;
+}
+
+Counts counts_at(const Limit &limit, const State *stored, Micros at, Micros origin) noexcept {
+    Counts counts;
+    counts.window = window_index(at, origin, limit.period);
+    counts.remaining = static_cast<Micros>(start_of(counts.window + 1, origin, limit.period) - at);
+    if (stored == nullptr) return counts;
+    const Wide stored_window = window_index(stored->ts, origin, limit.period);
+    const Wide windows = counts.window - stored_window;
+    if (windows == 0) {
+        const Wide quanta = static_cast<Wide>(stored->ts) - start_of(stored_window, origin, limit.period);
+        counts.previous = static_cast<double>(quanta) / quanta_per_unit(limit);
+        counts.current = stored->value;
+    } else if (windows == 1) {
+        counts.previous = stored->value;
+    }
+    return counts;
+}
+
+double used(const Limit &limit, const Counts &counts) noexcept {
+    return counts.current + counts.previous * static_cast<double>(counts.remaining) / static_cast<double>(limit.period);
+}
+
+// The instant a key is evaluated at: now, or the start of its stored window if now is earlier (the clock
+// stepped back): the key then counts its previous window in full, which never admits more.
+Micros evaluation_instant(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept {
+    const Wide start = start_of(window_index(stored.ts, origin, limit.period), origin, limit.period);
+    return start > now ? static_cast<Micros>(start) : now;
+}
+
+Level level(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept {
+    const Micros at = evaluation_instant(limit, stored, now, origin);
+    return {std::min(limit.capacity, limit.capacity - used(limit, counts_at(limit, &stored, at, origin))), at};
+}
+
+State store(const Limit &limit, const State *stored, const Level &before, double balance, Micros origin) noexcept {
+    Counts counts = counts_at(limit, stored, before.at, origin);
+    const double period = static_cast<double>(limit.period);
+    const double weight = static_cast<double>(counts.remaining) / period;
+    const double weighted = counts.previous * weight;
+    const double target = limit.capacity - balance;
+    const double now_used = counts.current + weighted;
+    if (target >= now_used) {
+        counts.current += target - now_used;  // consumption counts in the current window
+    } else {
+        // A refund gives back the current window's units first, then the previous window's weighted ones.
+        const double refund = now_used - target;
+        if (refund <= counts.current) {
+            counts.current -= refund;
+        } else {
+            const double rest = refund - counts.current;
+            counts.current = 0;
+            counts.previous = weighted > 0 ? counts.previous * std::max(0.0, (weighted - rest) / weighted) : 0;
+        }
+    }
+    // previous in whole quanta, rounded up; what cannot be written that way (more than the capacity, which
+    // only edits of the table can cause, or an instant beyond int64 at the ends of time) is counted in the
+    // current window instead: it then weighs in full until the window ends, never less.
+    const double per_unit = quanta_per_unit(limit);
+    const double most = static_cast<double>(limit.period - 1);
+    double quanta = std::ceil(std::max(0.0, counts.previous - tolerance(limit)) * per_unit);
+    if (quanta > most) {
+        counts.current += (counts.previous - most / per_unit) * weight;
+        quanta = most;
+    }
+    const Wide ts = start_of(counts.window, origin, limit.period) + static_cast<Wide>(quanta);
+    if (ts < MIN_INSTANT || ts > MAX_INSTANT) return {counts.current + counts.previous * weight, before.at};
+    return {counts.current, static_cast<Micros>(ts)};
+}
+
+// The end of the window containing at: where the weighted part of a key's use last drops.
+Micros guess(const Limit &limit, double, Micros at, Micros origin) noexcept {
+    const Wide end = start_of(window_index(at, origin, limit.period) + 1, origin, limit.period);
+    return static_cast<Micros>(std::min(end, MAX_INSTANT));
+}
+
+}  // namespace
+
+const RefillRules sliding_window_rules = {level, store, guess};
+
+}  // namespace pg_ratelimit::core
