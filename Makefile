@@ -8,6 +8,7 @@ OBJS = \
 	extension/core/gcra.o \
 	extension/core/memory_identity.o \
 	extension/core/memory_table.o \
+	extension/core/rescale.o \
 	extension/core/shards.o \
 	extension/core/sliding_window.o \
 	extension/core/time_math.o \

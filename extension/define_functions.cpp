@@ -6,12 +6,17 @@
 #include <cmath>
 
 #include "call_context.hpp"
+#include "clock.hpp"
 #include "config_relation.hpp"
+#include "core/algorithms.hpp"
+#include "core/rescale.hpp"
+#include "core/shards.hpp"
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "limit_cache.hpp"
 #include "memory_state.hpp"
+#include "message_text.hpp"
 #include "state_relations.hpp"
 
 namespace pg_ratelimit {
@@ -57,7 +62,67 @@ void delete_all_keys(const CallContext &context, Datum name) {
     }
 }
 
-// rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start, shards, storage, jitter)
+core::Rescale rescale_from_text(const char *name) {
+    if (strcmp(name, "proportional") == 0) return core::Rescale::proportional;
+    if (strcmp(name, "as_is") == 0) return core::Rescale::as_is;
+    if (strcmp(name, "reset") == 0) return core::Rescale::reset;
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown rescale rule \"%s\"", clipped_text(name)),
+                    errhint("Use 'proportional', 'as_is' or 'reset'.")));
+    pg_unreachable();
+}
+
+// Carries every stored key of a table limit over from `from` to `to` (core/rescale.hpp), in the
+// redefinition's transaction: each row is locked as it is read (FOR NO KEY UPDATE: a concurrent request
+// that changed it first is waited for and its write seen), then written back rescaled.
+void rescale_table_keys(const CallContext &context, Datum name, const core::Limit &from, const core::Limit &to,
+                        core::Rescale rule) {
+    const StateTable table = to.storage == core::Storage::unlogged ? StateTable::unlogged : StateTable::logged;
+    require_usable_state_table(context.extension, context.schema, table);
+    const core::Limit from_shard = core::shard_limit(from);
+    const core::Limit to_shard = core::shard_limit(to);
+    const core::Micros now = clock_now();
+    Oid name_type[] = {TEXTOID};
+    Datum name_value[] = {name};
+    Portal rows = SPI_cursor_open_with_args(nullptr,
+                                            psprintf("SELECT key, shard, value, ts, ctid FROM ONLY %s WHERE limit_name"
+                                                     " OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
+                                                     state_table_name(table)),
+                                            1, name_type, name_value, nullptr, false, 0);
+    for (;;) {
+        SPI_cursor_fetch(rows, true, 1000);
+        SPITupleTable *batch = SPI_tuptable;  // the updates below replace SPI_tuptable
+        const uint64 count = SPI_processed;
+        if (count == 0) break;
+        for (uint64 i = 0; i < count; ++i) {
+            bool isnull = false;
+            HeapTuple row = batch->vals[i];
+            const Datum key = SPI_getbinval(row, batch->tupdesc, 1, &isnull);
+            const Datum shard = SPI_getbinval(row, batch->tupdesc, 2, &isnull);
+            const Datum value = SPI_getbinval(row, batch->tupdesc, 3, &isnull);
+            const Datum ts = SPI_getbinval(row, batch->tupdesc, 4, &isnull);
+            const Datum ctid = SPI_getbinval(row, batch->tupdesc, 5, &isnull);
+            const text *key_text = DatumGetTextPP(key);
+            const core::State stored{DatumGetFloat8(value), DatumGetTimestampTz(ts)};
+            const core::State next =
+                core::rescaled_state(from_shard, to_shard, stored, now,
+                                     core::key_origin(from, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)),
+                                     core::key_origin(to, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)), rule);
+            if (next.value == stored.value && next.ts == stored.ts) continue;
+            Datum args[] = {name,  key, shard, Float8GetDatum(next.value), TimestampTzGetDatum(next.ts),
+                            value, ts,  ctid};
+            const char nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', isnull ? 'n' : ' '};
+            if (SPI_execute_plan(extension_statement(Statement::update_state_if, table), args, nulls, false, 0) !=
+                    SPI_OK_UPDATE ||
+                SPI_processed != 1)
+                elog(ERROR, "pg_ratelimit: rescaling a key of rate limit \"%s\" failed", TextDatumGetCString(name));
+        }
+        SPI_freetuptable(batch);
+    }
+    SPI_cursor_close(rows);
+}
+
+// rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start, shards, storage, jitter,
+//                   rescale)
 Datum define_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     text *name = limit_name_arg(fcinfo, 0);
@@ -79,32 +144,33 @@ Datum define_body(FunctionCallInfo fcinfo) {
     limit.shards = PG_ARGISNULL(7) ? 1 : PG_GETARG_INT32(7);
     limit.storage = PG_ARGISNULL(8) ? core::Storage::durable : storage_from_text(text_to_cstring(PG_GETARG_TEXT_PP(8)));
     limit.jitter = PG_ARGISNULL(9) ? 0 : jitter_micros(PG_GETARG_INTERVAL_P(9));
+    const core::Rescale rule =
+        PG_ARGISNULL(10) ? core::Rescale::proportional : rescale_from_text(text_to_cstring(PG_GETARG_TEXT_PP(10)));
     require_valid_limit(limit);
     if (limit.storage == core::Storage::memory) require_memory_state();
 
     require_usable_config_table(context.extension, context.schema, RowExclusiveLock);
     const int sql_token = extension_sql_begin(context.schema);
 
-    // Lock the existing definition (if any) to learn whether the algorithm, the shards or the storage change.
+    // Lock the existing definition (if any): what its keys hold is carried over to the new one, or not.
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {PointerGetDatum(name)};
     extension_sql_run(
-        "SELECT algorithm, shards, storage, epoch FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1"
-        " FOR UPDATE",
+        "SELECT algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch, jitter"
+        " FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
         1, name_type, name_value, nullptr, false, SPI_OK_SELECT);
     const bool existed = SPI_processed == 1;
-    const char *old_algorithm = existed ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : nullptr;
-    bool isnull = false;
-    const int old_shards =
-        existed ? DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)) : 0;
-    const char *old_storage = existed ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3) : nullptr;
-    const int64 old_epoch =
-        existed ? DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)) : 0;
-    // A key's two numbers mean something else under another algorithm, its rows under another split, and
-    // state moved to another storage is not carried over: such keys start afresh, under a new epoch.
-    const bool fresh = !existed || strcmp(old_algorithm, algorithm_name(limit.algorithm)) != 0 ||
-                       old_shards != limit.shards || strcmp(old_storage, storage_name(limit.storage)) != 0;
-    const int64 epoch = fresh ? new_epoch() : old_epoch;
+    const core::Limit old = existed ? limit_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc) : core::Limit{};
+    // Keys start afresh, under a new epoch, when asked to, when their numbers would mean something else
+    // (another algorithm, unless it converts; another split over shards), or when their state would have
+    // to move to another storage. A memory limit's keys also start afresh on any change of algorithm: its
+    // entries are forgotten when the change commits (config_triggers.cpp).
+    const bool fresh = !existed || core::validate_limit(old) != core::LimitProblem::none ||
+                       rule == core::Rescale::reset || !core::state_carries_over(old, limit) ||
+                       old.storage != limit.storage ||
+                       (limit.storage == core::Storage::memory && old.algorithm != limit.algorithm);
+    const int64 epoch = fresh ? new_epoch() : static_cast<int64>(old.epoch);
+    limit.epoch = static_cast<uint64>(epoch);
 
     // One spelling per meaning: unlimited reservations are stored as NULL (never 'Infinity'), none as 0
     // (never -0).
@@ -133,7 +199,14 @@ Datum define_body(FunctionCallInfo fcinfo) {
         " capacity = EXCLUDED.capacity, max_reserved = EXCLUDED.max_reserved, start = EXCLUDED.start,"
         " shards = EXCLUDED.shards, storage = EXCLUDED.storage, epoch = EXCLUDED.epoch, jitter = EXCLUDED.jitter",
         11, types, values, nulls, false, SPI_OK_INSERT);
-    if (existed && fresh) delete_all_keys(context, PointerGetDatum(name));
+    if (existed && fresh) {
+        delete_all_keys(context, PointerGetDatum(name));
+    } else if (existed && core::rescale_rewrites(old, limit, rule)) {
+        if (limit.storage == core::Storage::memory)
+            memory_state_rescale_at_commit(name, old, limit, rule);
+        else
+            rescale_table_keys(context, PointerGetDatum(name), old, limit, rule);
+    }
     extension_sql_end(sql_token);
     PG_RETURN_VOID();
 }

@@ -56,9 +56,14 @@ bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit) {
     if (rc != SPI_OK_SELECT)
         elog(ERROR, "pg_ratelimit: reading rate_limit_config failed: %s", SPI_result_code_string(rc));
     if (SPI_processed == 0) return false;
+    *limit = limit_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+    require_valid_limit(*limit);
+    return true;
+}
 
-    HeapTuple row = SPI_tuptable->vals[0];
-    TupleDesc desc = SPI_tuptable->tupdesc;
+core::Limit limit_from_row(HeapTuple row, TupleDesc desc) {
+    core::Limit parsed;
+    core::Limit *limit = &parsed;
     bool isnull = false;
     limit->algorithm = algorithm_from_text(TextDatumGetCString(SPI_getbinval(row, desc, 1, &isnull)));
     limit->rate = DatumGetFloat8(SPI_getbinval(row, desc, 2, &isnull));
@@ -73,8 +78,7 @@ bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit) {
     limit->storage = storage_from_text(TextDatumGetCString(SPI_getbinval(row, desc, 8, &isnull)));
     limit->epoch = static_cast<uint64>(DatumGetInt64(SPI_getbinval(row, desc, 9, &isnull)));
     limit->jitter = jitter_micros(DatumGetIntervalP(SPI_getbinval(row, desc, 10, &isnull)));
-    require_valid_limit(*limit);
-    return true;
+    return parsed;
 }
 
 void limit_cache_init() { CacheRegisterRelcacheCallback(on_relcache_invalidation, 0); }

@@ -26,6 +26,9 @@ core::Limit limit_lookup(Oid extension, Oid schema, const text *name);
 // extension_sql_begin() and require_usable_config_table() first.
 bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit);
 
+// A limit from a row of the columns select_limit reads (extension_sql.hpp), in that order; not validated.
+core::Limit limit_from_row(HeapTuple row, TupleDesc desc);
+
 // ERROR 22001 for a name over MAX_LIMIT_NAME_BYTES.
 void require_limit_name_length(const text *name);
 

@@ -3,11 +3,13 @@
 // forgetting a dropped or redefined limit at commit, and the figures rate_limit_storage shows.
 #include "memory_state.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "call_context.hpp"
 #include "clock.hpp"
 #include "core/algorithms.hpp"
+#include "core/memory_table.hpp"
 #include "core/shards.hpp"
 #include "cpp_boundary.hpp"
 #include "limit_cache.hpp"
@@ -215,11 +217,16 @@ void load_file() {
     unlink(SAVE_FILE);
 }
 
-// Limits to forget when the transaction commits, with the subtransaction level that asked (an aborted
-// subtransaction's requests are dropped). Kept in TopMemoryContext, emptied at every transaction end.
+// Limits to forget, or whose keys to rescale, when the transaction commits, with the subtransaction level
+// that asked (an aborted subtransaction's requests are dropped), in the order asked. Kept in
+// TopMemoryContext, emptied at every transaction end.
 struct PendingForget {
     char name[MAX_LIMIT_NAME_BYTES + 1];
     int level;
+    bool rescale;  // else forget
+    core::Limit from;
+    core::Limit to;
+    core::Rescale rule;
 };
 PendingForget *pending = nullptr;
 int pending_count = 0;
@@ -257,6 +264,40 @@ void forget_limit(const char *name) {
     }
 }
 
+// Carries the keys of a limit redefined with the same algorithm, shards and epoch over to the new
+// definition (core/rescale.hpp), in place. A key whose grid depends on the key itself (a fixed or sliding
+// window without start) and whose identity is a digest (a long key, memory_identity.hpp) cannot be read
+// back: it keeps its numbers as they are.
+void rescale_limit(const PendingForget &change) {
+    const uint64 limit_hash = scoped_limit_hash(change.name, strlen(change.name));
+    const core::Limit from = core::shard_limit(change.from);
+    const core::Limit to = core::shard_limit(change.to);
+    const uint64 definition = core::memory_definition(change.from);
+    const bool keyed = (core::uses_window_grid(change.from.algorithm) && !change.from.has_start) ||
+                       (core::uses_window_grid(change.to.algorithm) && !change.to.has_start);
+    const core::Micros now = clock_now();
+    const MemoryStore &memory = memory_store();
+    auto &table = const_cast<core::MemoryTable &>(memory.table);
+    for (uint32 partition = 0; partition < table.partitions(); ++partition) {
+        LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
+        for (uint32 slot = 0; slot < table.slots(); ++slot) {
+            core::MemoryEntry &entry = table.entry(partition, static_cast<int>(slot));
+            if (entry.identity.length == 0 || entry.identity.limit_hash != limit_hash ||
+                entry.definition != definition || entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now)
+                continue;
+            const unsigned char *key = nullptr;
+            size_t key_len = 0;
+            if (keyed && !core::memory_identity_key(entry.identity, &key, &key_len)) continue;
+            const auto *key_chars = reinterpret_cast<const char *>(key);
+            const core::Micros from_origin = core::key_origin(change.from, key_chars, key_len);
+            const core::Micros to_origin = core::key_origin(change.to, key_chars, key_len);
+            entry.state = core::rescaled_state(from, to, entry.state, now, from_origin, to_origin, change.rule);
+            entry.full_at = now + std::max<core::Micros>(1, core::time_to_full(to, &entry.state, now, to_origin));
+        }
+        LWLockRelease(&memory.partition_locks[partition].lock);
+    }
+}
+
 void report_evictions();
 
 void on_transaction_end(XactEvent event, void *) {
@@ -268,7 +309,12 @@ void on_transaction_end(XactEvent event, void *) {
                         errdetail("Its keys' memory state is removed when the transaction commits, which a prepared "
                                   "transaction cannot arrange.")));
     if (event == XACT_EVENT_COMMIT)
-        for (int i = 0; i < pending_count; ++i) forget_limit(pending[i].name);  // takes no lock that can fail
+        for (int i = 0; i < pending_count; ++i) {  // takes no lock that can fail
+            if (pending[i].rescale)
+                rescale_limit(pending[i]);
+            else
+                forget_limit(pending[i].name);
+        }
     if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
         pending_count = 0;
 }
@@ -439,8 +485,9 @@ int64 memory_state_sweep(const text *limit_name, const core::Limit &) {
     return swept;
 }
 
-void memory_state_forget_at_commit(const text *limit_name) {
-    if (!preloaded) return;  // there is no memory state to forget
+namespace {
+
+PendingForget &new_pending(const text *limit_name) {
     if (pending_count == pending_capacity) {
         pending_capacity = pending_capacity == 0 ? 8 : pending_capacity * 2;
         pending = static_cast<PendingForget *>(
@@ -450,6 +497,25 @@ void memory_state_forget_at_commit(const text *limit_name) {
     PendingForget &entry = pending[pending_count++];
     text_to_cstring_buffer(limit_name, entry.name, sizeof(entry.name));
     entry.level = GetCurrentTransactionNestLevel();
+    entry.rescale = false;
+    return entry;
+}
+
+}  // namespace
+
+void memory_state_forget_at_commit(const text *limit_name) {
+    if (!preloaded) return;  // there is no memory state to forget
+    (void)new_pending(limit_name);
+}
+
+void memory_state_rescale_at_commit(const text *limit_name, const core::Limit &from, const core::Limit &to,
+                                    core::Rescale rule) {
+    if (!preloaded) return;  // there is no memory state to rescale
+    PendingForget &entry = new_pending(limit_name);
+    entry.rescale = true;
+    entry.from = from;
+    entry.to = to;
+    entry.rule = rule;
 }
 
 }  // namespace pg_ratelimit

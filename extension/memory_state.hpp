@@ -20,6 +20,7 @@
 #pragma once
 
 #include "core/limit.hpp"
+#include "core/rescale.hpp"
 #include "postgres_headers.hpp"
 
 namespace pg_ratelimit {
@@ -40,5 +41,11 @@ int64 memory_state_sweep(const text *limit_name, const core::Limit &limit);
 
 // Removes every entry of the limit when the current transaction commits (nothing if it aborts).
 void memory_state_forget_at_commit(const text *limit_name);
+
+// Carries every entry of the limit over from `from` to `to` (core/rescale.hpp) when the current
+// transaction commits (nothing if it aborts). Not on a standby, where no definition changes: there memory
+// keys keep their numbers as they are.
+void memory_state_rescale_at_commit(const text *limit_name, const core::Limit &from, const core::Limit &to,
+                                    core::Rescale rule);
 
 }  // namespace pg_ratelimit

@@ -137,10 +137,11 @@ VALUES ('default', 'token_bucket', 120, interval '1 minute', 120);
 CREATE FUNCTION @extschema@.rate_limit_define(
     name text, rate float8, period interval, algorithm text DEFAULT 'token_bucket',
     capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL, start timestamptz DEFAULT NULL,
-    shards integer DEFAULT 1, storage text DEFAULT 'durable', jitter interval DEFAULT NULL)
+    shards integer DEFAULT 1, storage text DEFAULT 'durable', jitter interval DEFAULT NULL,
+    rescale text DEFAULT 'proportional')
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_define' LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz, integer, text, interval) IS
-    'creates or updates a named limit; keys keep their state unless the algorithm, the number of shards or the storage changes';
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz, integer, text, interval, text) IS
+    'creates or updates a named limit; its keys keep the same share of their capacity (rescale => proportional, as_is or reset), and start afresh when the algorithm (except token_bucket <-> gcra), the number of shards or the storage changes';
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_drop' LANGUAGE C VOLATILE SECURITY DEFINER;

@@ -179,6 +179,7 @@ INSERT INTO arguments VALUES
     ('rate_limit_define', 8, 'shards', 'int4', '1'),
     ('rate_limit_define', 9, 'storage', 'storage', $$'durable'$$),
     ('rate_limit_define', 10, 'jitter', 'interval', 'NULL'),
+    ('rate_limit_define', 11, 'rescale', 'rescale', $$'proportional'$$),
     ('rate_limit_drop', 1, 'name', 'name', $$'fw'$$),
     ('rate_limit_cleanup', 1, 'limit_name', 'name', $$'tb'$$);
 
@@ -294,6 +295,12 @@ INSERT INTO argument_values (kind, n, label, expr) VALUES
     ('storage', 4, 'memory', $$'memory'$$),
     ('storage', 5, 'Memory', $$'Memory'$$),
     ('storage', 6, 'tape', $$'tape'$$),
+    ('rescale', 1, 'NULL', 'NULL'),
+    ('rescale', 2, 'proportional', $$'proportional'$$),
+    ('rescale', 3, 'as_is', $$'as_is'$$),
+    ('rescale', 4, 'reset', $$'reset'$$),
+    ('rescale', 5, 'Reset', $$'Reset'$$),
+    ('rescale', 6, 'keep', $$'keep'$$),
     ('boolean', 1, 'NULL', 'NULL'),
     ('boolean', 2, 'false', 'false'),
     ('boolean', 3, 'true', 'true');

@@ -14,7 +14,8 @@ SELECT rate_limit_define('nulls', rate => 3, period => '3 seconds', algorithm =>
                          capacity => NULL, max_reserved => NULL, start => NULL);
 SELECT name, algorithm, rate, period, capacity, max_reserved, start FROM rate_limit_config ORDER BY name;
 
--- Redefining keeps the keys' state: 2 of 5 used stay used when the rate changes.
+-- Redefining carries the keys' state over: 3 of 5 left become 6 of 10 when the rate (and with it the
+-- default capacity) doubles (sql/rescale.sql has the other rules).
 SELECT rate_limit_define('keep', rate => 5, period => '1 hour');
 SELECT * FROM rate_limit_request('k', 'keep', 2);
 SELECT rate_limit_define('keep', rate => 10, period => '1 hour');

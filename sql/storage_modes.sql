@@ -107,9 +107,11 @@ SELECT * FROM rate_limit_request_many(NULL, 'tx_memory');
 SELECT * FROM rate_limit_request_many(ARRAY['a'], 'no_such_limit');
 SELECT (rate_limit_check('fresh', 'tx_memory')).remaining AS fresh_untouched;
 
--- Redefinition keeps memory state unless the algorithm, shards or storage change, as for tables.
+-- Redefinition carries memory state over, as for tables: 1 of 2 left becomes 10 of 20 when the change
+-- commits (rescale => 'proportional'; sql/rescale.sql); the keys start afresh when the algorithm, shards
+-- or storage change.
 SELECT rate_limit_define('tx_memory', 20, '1 hour', storage => 'memory');
-SELECT (rate_limit_check('k', 'tx_memory')).remaining AS kept_after_rate_change;
+SELECT (rate_limit_check('k', 'tx_memory')).remaining AS rescaled_after_rate_change;
 SELECT rate_limit_define('tx_memory', 20, '1 hour', algorithm => 'fixed_window', storage => 'memory');
 SELECT (rate_limit_check('k', 'tx_memory')).remaining AS fresh_after_algorithm_change;
 SELECT rate_limit_request('k', 'tx_memory');

@@ -137,6 +137,20 @@ bool memory_identity_valid(const MemoryIdentity &identity) noexcept {
     return shard <= UINT32_MAX && limit_len <= length && key_len <= length && pos + limit_len + key_len == length;
 }
 
+bool memory_identity_key(const MemoryIdentity &identity, const unsigned char **key, std::size_t *key_len) noexcept {
+    if (!memory_identity_valid(identity) || identity.digest) return false;
+    std::size_t pos = 0;
+    std::uint64_t limit_bytes = 0;
+    std::uint64_t key_bytes = 0;
+    std::uint64_t shard = 0;
+    (void)get_varint(identity.bytes, identity.length, &pos, 10, &limit_bytes);
+    (void)get_varint(identity.bytes, identity.length, &pos, 10, &key_bytes);
+    (void)get_varint(identity.bytes, identity.length, &pos, 5, &shard);
+    *key = identity.bytes + pos + limit_bytes;
+    *key_len = key_bytes;
+    return true;
+}
+
 bool memory_identity_equal(const MemoryIdentity &a, const MemoryIdentity &b) noexcept {
     return a.digest == b.digest && a.length == b.length && a.length <= MEMORY_IDENTITY_BYTES &&
            std::memcmp(a.bytes, b.bytes, a.length) == 0;

@@ -66,6 +66,11 @@ void memory_identity_rehash(MemoryIdentity *identity, std::uint64_t seed) noexce
 // (The hashes are not checked: the loader recomputes `hash` with memory_identity_rehash.)
 [[nodiscard]] bool memory_identity_valid(const MemoryIdentity &identity) noexcept;
 
+// The key bytes of an inline identity (within identity.bytes); false for a digest or a malformed identity,
+// whose key cannot be read back.
+[[nodiscard]] bool memory_identity_key(const MemoryIdentity &identity, const unsigned char **key,
+                                       std::size_t *key_len) noexcept;
+
 // Same form (inline or digest), same length, same bytes (a length beyond MEMORY_IDENTITY_BYTES equals
 // nothing). The hashes are not compared: equal identities under the same seed have equal hashes.
 [[nodiscard]] bool memory_identity_equal(const MemoryIdentity &a, const MemoryIdentity &b) noexcept;

@@ -38,6 +38,12 @@ extern const RefillRules gcra_rules;
 // Sliding window: the previous window's count weighted by its remaining overlap (sliding_window.cpp).
 extern const RefillRules sliding_window_rules;
 
+// A sliding-window key's state under `to`, both of its counts scaled by `factor`, at now (rescale.hpp).
+// When the window grid changes (another period or origin), the key's use at now is kept as the new current
+// window's count: it then weighs in full until that window ends, never less than before.
+[[nodiscard]] State sliding_window_scaled(const Limit &from, const Limit &to, const State &stored, Micros now,
+                                          Micros from_origin, Micros to_origin, double factor) noexcept;
+
 // The rules of an algorithm.
 [[nodiscard]] const RefillRules &rules_of(Algorithm algorithm) noexcept;
 

@@ -78,6 +78,24 @@ Level level(const Limit &limit, const State &stored, Micros now, Micros origin) 
     return {std::min(limit.capacity, limit.capacity - used(limit, counts_at(limit, &stored, at, origin))), at};
 }
 
+// The two numbers that hold `counts` (of the window containing `at`, on the grid of `limit` and `origin`).
+State encode(const Limit &limit, Counts counts, Micros at, Micros origin) noexcept {
+    const double weight = static_cast<double>(counts.remaining) / static_cast<double>(limit.period);
+    // previous in whole quanta, rounded up; what cannot be written that way (more than the capacity, which
+    // only edits of the table can cause, or an instant beyond int64 at the ends of time) is counted in the
+    // current window instead: it then weighs in full until the window ends, never less.
+    const double per_unit = quanta_per_unit(limit);
+    const double most = static_cast<double>(limit.period - 1);
+    double quanta = std::ceil(std::max(0.0, counts.previous - tolerance(limit)) * per_unit);
+    if (quanta > most) {
+        counts.current += (counts.previous - most / per_unit) * weight;
+        quanta = most;
+    }
+    const Wide ts = start_of(counts.window, origin, limit.period) + static_cast<Wide>(quanta);
+    if (ts < MIN_INSTANT || ts > MAX_INSTANT) return {counts.current + counts.previous * weight, at};
+    return {counts.current, static_cast<Micros>(ts)};
+}
+
 State store(const Limit &limit, const State *stored, const Level &before, double balance, Micros origin) noexcept {
     Counts counts = counts_at(limit, stored, before.at, origin);
     const double period = static_cast<double>(limit.period);
@@ -98,19 +116,7 @@ State store(const Limit &limit, const State *stored, const Level &before, double
             counts.previous = weighted > 0 ? counts.previous * std::max(0.0, (weighted - rest) / weighted) : 0;
         }
     }
-    // previous in whole quanta, rounded up; what cannot be written that way (more than the capacity, which
-    // only edits of the table can cause, or an instant beyond int64 at the ends of time) is counted in the
-    // current window instead: it then weighs in full until the window ends, never less.
-    const double per_unit = quanta_per_unit(limit);
-    const double most = static_cast<double>(limit.period - 1);
-    double quanta = std::ceil(std::max(0.0, counts.previous - tolerance(limit)) * per_unit);
-    if (quanta > most) {
-        counts.current += (counts.previous - most / per_unit) * weight;
-        quanta = most;
-    }
-    const Wide ts = start_of(counts.window, origin, limit.period) + static_cast<Wide>(quanta);
-    if (ts < MIN_INSTANT || ts > MAX_INSTANT) return {counts.current + counts.previous * weight, before.at};
-    return {counts.current, static_cast<Micros>(ts)};
+    return encode(limit, counts, before.at, origin);
 }
 
 // The end of the window containing at: where the weighted part of a key's use last drops.
@@ -122,5 +128,19 @@ Micros guess(const Limit &limit, double, Micros at, Micros origin) noexcept {
 }  // namespace
 
 const RefillRules sliding_window_rules = {level, store, guess};
+
+State sliding_window_scaled(const Limit &from, const Limit &to, const State &stored, Micros now, Micros from_origin,
+                            Micros to_origin, double factor) noexcept {
+    const Micros at = evaluation_instant(from, stored, now, from_origin);
+    Counts counts = counts_at(from, &stored, at, from_origin);
+    if (from.period == to.period && from_origin == to_origin) {
+        counts.previous *= factor;
+        counts.current *= factor;
+        return encode(to, counts, at, to_origin);
+    }
+    Counts folded = counts_at(to, nullptr, at, to_origin);
+    folded.current = used(from, counts) * factor;
+    return encode(to, folded, at, to_origin);
+}
 
 }  // namespace pg_ratelimit::core
