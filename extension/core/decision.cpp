@@ -39,8 +39,8 @@ Micros wait_until_covered(const Limit &limit, const State *from, double units, d
     // Invariant: ok(hi), !ok(lo). Start from the algorithm's guess, usually exact or one off.
     Micros lo = start.at;
     Micros hi = last;
-    const Micros guess =
-        std::clamp(rules_of(limit).guess(limit, units - allowance - start.value, start.at, origin), start.at + 1, last);
+    const Micros guess = std::clamp(
+        rules_of(limit).guess(limit, *from, units - allowance - start.value, start.at, origin), start.at + 1, last);
     if (ok(guess)) {
         if (!ok(guess - 1)) return guess - now;
         hi = guess - 1;

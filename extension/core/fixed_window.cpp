@@ -15,7 +15,7 @@ Level level(const Limit &limit, const State &stored, Micros now, Micros origin) 
 }
 
 // The boundary that the needed number of windows ends at, computed in 128 bits.
-Micros guess(const Limit &limit, double shortfall, Micros at, Micros origin) noexcept {
+Micros guess(const Limit &limit, const State &, double shortfall, Micros at, Micros origin) noexcept {
     const double windows = std::ceil(shortfall / limit.rate);
     const Wide boundary = static_cast<Wide>(origin) + window_index(at, origin, limit.period) * limit.period +
                           static_cast<Wide>(std::min(windows, 1e18)) * limit.period;

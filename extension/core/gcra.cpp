@@ -34,7 +34,7 @@ State store(const Limit &limit, const State *, const Level &before, double balan
     return {owed - whole, saturating_add(before.at, static_cast<Micros>(whole))};
 }
 
-Micros guess(const Limit &limit, double shortfall, Micros at, Micros) noexcept {
+Micros guess(const Limit &limit, const State &, double shortfall, Micros at, Micros) noexcept {
     return saturating_add(at, clamp_duration(shortfall * static_cast<double>(limit.period) / limit.rate));
 }
 

@@ -23,10 +23,10 @@ struct RefillRules {
     // before.at never gives more than `balance` (an encoding may round, always towards less).
     State (*store)(const Limit &limit, const State *stored, const Level &before, double balance,
                    Micros origin) noexcept;
-    // A guess of the instant after `at` at which a balance of `value` at `at` has grown by `shortfall`
+    // A guess of the instant after `at` at which the balance of `stored` at `at` has grown by `shortfall`
     // (> 0) units. Only a starting point: decision.cpp then finds the exact microsecond by evaluating level,
     // so rounding here can never make a reported wait wrong, only the search longer.
-    Micros (*guess)(const Limit &limit, double shortfall, Micros at, Micros origin) noexcept;
+    Micros (*guess)(const Limit &limit, const State &stored, double shortfall, Micros at, Micros origin) noexcept;
 };
 
 // Token bucket: continuous refill at rate / period (token_bucket.cpp).

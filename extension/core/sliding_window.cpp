@@ -119,10 +119,18 @@ State store(const Limit &limit, const State *stored, const Level &before, double
     return encode(limit, counts, before.at, origin);
 }
 
-// The end of the window containing at: where the weighted part of a key's use last drops.
-Micros guess(const Limit &limit, double, Micros at, Micros origin) noexcept {
-    const Wide end = start_of(window_index(at, origin, limit.period) + 1, origin, limit.period);
-    return static_cast<Micros>(std::min(end, MAX_INSTANT));
+// When the key's use has dropped by shortfall: the previous window's weighted count drains linearly until
+// the end of the window containing at, then the current window's count drains over the next window.
+Micros guess(const Limit &limit, const State &stored, double shortfall, Micros at, Micros origin) noexcept {
+    const Counts counts = counts_at(limit, &stored, at, origin);
+    const double period = static_cast<double>(limit.period);
+    const double draining = counts.previous * static_cast<double>(counts.remaining) / period;
+    if (counts.previous > 0 && shortfall <= draining)
+        return saturating_add(at, clamp_duration(shortfall * period / counts.previous));
+    const auto end = static_cast<Micros>(std::min(start_of(counts.window + 1, origin, limit.period), MAX_INSTANT));
+    const double rest = shortfall - draining;
+    const double after = counts.current > 0 && rest <= counts.current ? rest * period / counts.current : period;
+    return saturating_add(end, clamp_duration(after));
 }
 
 }  // namespace

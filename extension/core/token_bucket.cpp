@@ -15,7 +15,7 @@ Level level(const Limit &limit, const State &stored, Micros now, Micros) noexcep
     return {std::min(stored.value + gained, limit.capacity), at};
 }
 
-Micros guess(const Limit &limit, double shortfall, Micros at, Micros) noexcept {
+Micros guess(const Limit &limit, const State &, double shortfall, Micros at, Micros) noexcept {
     return saturating_add(at, clamp_duration(shortfall * static_cast<double>(limit.period) / limit.rate));
 }
 
