@@ -15,7 +15,7 @@
 #                               cell (1 client): rate_limit_request_many of 1,000 keys per call in each mode
 #                               beside the single calls. Checks that fsync is on and records pg_test_fsync's
 #                               figures for the data directory (fsync.txt). Full protocol.
-#   bench/run.sh --algorithms   the algorithms' cost per call (about 3 minutes): the default cell (sync off,
+#   bench/run.sh --algorithms   the algorithms' cost per call (about 2 minutes): the default cell (sync off,
 #                               2 clients, uniform keys) with SELECT 1 and rate_limit_request on the token
 #                               bucket ('bench') and on limits of the same generosity with algorithm => 'gcra',
 #                               'fixed_window' and 'sliding_window' (ext_gcra, ext_fixed_window,
