@@ -2,7 +2,8 @@
 # Server instructions per call, counted by callgrind: a measure of each system's CPU work that the noise
 # of a shared machine cannot move, for judging a change to the extension before a timed run.
 #   bench/instructions.sh [--no-install] [--fillfactor N] [SCRIPT[:PATH]...]
-#     SCRIPT: names from bench/pgbench/ (default: all of them), e.g. ext seed update
+#     SCRIPT: names from bench/pgbench/ (default: all of them), e.g. ext seed update, or
+#             `ext ext_gcra ext_fixed_window ext_sliding_window` for the algorithms beside the token bucket
 #     :PATH   run the script with pg_ratelimit.access_path = PATH (direct, sql or auto) on its connection,
 #             e.g. `ext ext:sql seed` counts the direct path, the SQL path and the seed in one run
 #     --fillfactor N   rewrite rate_limit_state with this fillfactor first (ALTER TABLE + VACUUM FULL)
@@ -40,9 +41,16 @@ ensure_packages "${PACKAGES[@]}" libhiredis-dev valgrind
 cmake -S "$ROOT" -B "$ROOT/build-bench" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=OFF >/dev/null
 cmake --build "$ROOT/build-bench" --target pg_ratelimit_bench -j2 >/dev/null
 
+# The harness preloads the keys of a limit that only some systems use (another algorithm's) when one of
+# them runs: load with the systems of the scripts that call such a limit, so that they too update rows.
+load_systems=select1
+for arg in "${scripts[@]}"; do
+    case "${arg%%:*}" in ext_gcra|ext_fixed_window|ext_sliding_window) load_systems+=",${arg%%:*}" ;; esac
+done
+
 start_cluster
 log "loading the benchmark's keys (the harness's preload)"
-"$ROOT/build-bench/bench/pg_ratelimit_bench" --systems select1 --clients 1 --rounds 1 --warmup 0 --seconds 0.05 \
+"$ROOT/build-bench/bench/pg_ratelimit_bench" --systems "$load_systems" --clients 1 --rounds 1 --warmup 0 --seconds 0.05 \
     --sync off --keys-dist uniform --serializable-clients 0 --no-extra-cell --settle 0 --out "$CLUSTER_DIR/load" \
     >"$CLUSTER_DIR/load.log" 2>&1 || { cat "$CLUSTER_DIR/load.log"; die "loading failed"; }
 if [ -n "$fillfactor" ]; then

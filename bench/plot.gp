@@ -29,6 +29,9 @@ label(s) = s eq "select1" ? "SELECT 1" : s eq "update" ? "UPDATE one row" : \
            s eq "redis" ? "Redis GCRA (EVALSHA)" : \
            s eq "ext_unlogged" ? "rate_limit_request (unlogged)" : \
            s eq "ext_memory" ? "rate_limit_request (memory)" : \
+           s eq "ext_gcra" ? "rate_limit_request (gcra)" : \
+           s eq "ext_fixed_window" ? "rate_limit_request (fixed_window)" : \
+           s eq "ext_sliding_window" ? "rate_limit_request (sliding_window)" : \
            s eq "many_durable" ? "request_many x1000 (durable)" : \
            s eq "many_unlogged" ? "request_many x1000 (unlogged)" : \
            s eq "many_memory" ? "request_many x1000 (memory)" : s
@@ -38,6 +41,7 @@ color(s) = s eq "select1" ? 0x888888 : s eq "update" ? 0x1f77b4 : s eq "upsert" 
            s eq "ext_denied" ? 0x9467bd : \
            s eq "ext_unlogged" || s eq "many_unlogged" ? 0x1f77b4 : \
            s eq "ext_memory" || s eq "many_memory" ? 0x2ca02c : \
+           s eq "ext_gcra" ? 0xd62728 : s eq "ext_fixed_window" ? 0x9467bd : s eq "ext_sliding_window" ? 0x17becf : \
            s eq "many_durable" ? 0x000000 : 0xff7f0e
 # Batches share their mode's colour, dashed, with a square point.
 dash(s) = s eq "select1" || s eq "ext_denied" || s[1:4] eq "many" ? 2 : 1

@@ -15,8 +15,14 @@
 #                               cell (1 client): rate_limit_request_many of 1,000 keys per call in each mode
 #                               beside the single calls. Checks that fsync is on and records pg_test_fsync's
 #                               figures for the data directory (fsync.txt). Full protocol.
+#   bench/run.sh --algorithms   the algorithms' cost per call (about 2 minutes): the default cell (sync off,
+#                               2 clients, uniform keys) with SELECT 1 and rate_limit_request on the token
+#                               bucket ('bench') and on limits of the same generosity with algorithm => 'gcra',
+#                               'fixed_window' and 'sliding_window' (ext_gcra, ext_fixed_window,
+#                               ext_sliding_window). Full protocol; no Redis.
 # Installs missing Debian packages, builds and installs the extension, builds the harness (CMake),
-# starts a throwaway PostgreSQL 15 and a throwaway Redis, measures, stops both, and writes
+# starts a throwaway PostgreSQL 15 and a throwaway Redis (none for --shards-and-paths and --algorithms),
+# measures, stops both, and writes
 # bench/results/<mode>/{report.md,results.csv,results.json,plot.png}.
 #
 # The server preloads the extension (shared_preload_libraries, for storage => 'memory') with
@@ -24,7 +30,8 @@
 # Options of this script (everything else goes to the harness: see `build-bench/bench/pg_ratelimit_bench --help`):
 #   --no-install    benchmark the pg_ratelimit installed in the system's PostgreSQL 15 (no build)
 #   --no-redis      do not start Redis (the GCRA reference is then missing from the report)
-#   --out DIR       results directory (default bench/results/MODE: quick, full, shards-and-paths or storage-modes)
+#   --out DIR       results directory (default bench/results/MODE: quick, full, shards-and-paths, storage-modes
+#                   or algorithms)
 #   --keys N        key space (also sizes pg_ratelimit.memory_keys; goes to the harness too)
 # Environment: PGBENCH_SHARDS_ROUNDS (5) and PGBENCH_SHARDS_SECONDS (4) for bench/pgbench_shards.sh.
 # Works as root (the server then runs as the postgres user) and as a normal user (sudo for apt).
@@ -48,11 +55,17 @@ while [ $# -gt 0 ]; do
             harness_args+=(--sync off,on --clients 2 --keys-dist uniform --batch-clients 1
                            --systems 'select1,ext,ext_unlogged,ext_memory,redis,many_durable,many_unlogged,many_memory'
                            --no-extra-cell --serializable-clients 0) ;;
+        --algorithms)
+            mode=algorithms redis=0
+            # shellcheck disable=SC2054  # the commas are the harness's list syntax
+            harness_args+=(--sync off --clients 2 --keys-dist uniform
+                           --systems 'select1,ext,ext_gcra,ext_fixed_window,ext_sliding_window'
+                           --no-extra-cell --serializable-clients 0) ;;
         --keys) keys=$2; harness_args+=("$1" "$2"); shift ;;
         --no-install) install=0 ;;
         --no-redis) redis=0 ;;
         --out) out=$2; shift ;;
-        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,/^set -euo/{/^set -euo/!p}' "$0"; exit 0 ;;
         *) harness_args+=("$1") ;;
     esac
     shift

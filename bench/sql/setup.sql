@@ -6,7 +6,8 @@ DROP TABLE IF EXISTS bench_update, bench_bucket;
 DROP FUNCTION IF EXISTS rate_limiting_token_bucket_request(text, int, int);
 DROP TABLE IF EXISTS rate_limiting_token_bucket;
 SELECT rate_limit_drop(name) FROM rate_limit_config
- WHERE name IN ('bench', 'bench_deny', 'bench_shards4', 'bench_shards16', 'bench_unlogged', 'bench_memory');
+ WHERE name IN ('bench', 'bench_deny', 'bench_shards4', 'bench_shards16', 'bench_unlogged', 'bench_memory',
+                'bench_gcra', 'bench_fixed_window', 'bench_sliding_window');
 
 -- The floor for a durable per-key write: one plain UPDATE of one indexed row. The reference tables use
 -- what the extension's state table uses ("C" collation, fillfactor 80 for HOT updates), so that they
@@ -47,3 +48,11 @@ BEGIN
     END IF;
 END
 $$;
+
+-- The same generosity under the other algorithms (bench/run.sh --algorithms; 'bench' is the token bucket):
+-- every request admitted and written, so that the systems differ only in the algorithm's arithmetic. A
+-- sliding window's capacity is its rate and it takes no reservations, which rate_limit_define sets for it.
+-- Without `start`, each window's grid is offset per key (a hash of the key), as an application's would be.
+SELECT rate_limit_define('bench_gcra', rate => 1e9, period => '1 second', algorithm => 'gcra');
+SELECT rate_limit_define('bench_fixed_window', rate => 1e9, period => '1 second', algorithm => 'fixed_window');
+SELECT rate_limit_define('bench_sliding_window', rate => 1e9, period => '1 second', algorithm => 'sliding_window');

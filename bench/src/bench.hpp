@@ -1,6 +1,7 @@
 // Shared types of the benchmark harness: what a measured system is, what one time-boxed run yields.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -28,6 +29,10 @@ inline const char *dist_name(Dist d) {
     }
     return "?";
 }
+
+// The algorithms measured beside the token bucket (the limit of the system "ext"), as rate_limit_define
+// names them; the system of each is "ext_" + its name.
+inline constexpr std::array<const char *, 3> OTHER_ALGORITHMS{"gcra", "fixed_window", "sliding_window"};
 
 // One configuration cell: every system in it is measured under the same conditions, in rotating
 // order, several rounds, so that drift of a noisy machine hits all of them alike.

@@ -86,6 +86,8 @@ struct Options {
                           the call in the seed's form, as a scalar: SELECT rate_limit_request($1, $2);
                           also ext_unlogged and ext_memory (ext is durable: limits with storage =>
                           'unlogged' and 'memory'; memory needs shared_preload_libraries = 'pg_ratelimit')
+                          and ext_gcra, ext_fixed_window, ext_sliding_window (ext is the token bucket: the
+                          same statement on limits with algorithm => 'gcra', 'fixed_window', 'sliding_window')
                           and many_durable, many_unlogged, many_memory (rate_limit_request_many, --batch
                           keys per call, in a cell of their own per synchronous_commit setting: uniform
                           keys, --batch-clients clients, with the run's single-call systems beside them)
@@ -135,6 +137,12 @@ int to_int(const std::string &s, const char *what) {
     const double v = to_double(s, what);
     if (v != std::floor(v) || v > 1e9) usage(std::string("bad value for ") + what + ": " + s);
     return static_cast<int>(v);
+}
+
+// ext_gcra, ext_fixed_window, ext_sliding_window: rate_limit_request on the limit of another algorithm.
+bool is_algorithm_system(const std::string &id) {
+    return std::any_of(OTHER_ALGORITHMS.begin(), OTHER_ALGORITHMS.end(),
+                       [&](const char *algorithm) { return id == std::string("ext_") + algorithm; });
 }
 
 Options parse(int argc, char **argv) {
@@ -226,7 +234,7 @@ Options parse(int argc, char **argv) {
     for (const auto &s : o.systems)
         if (s != "select1" && s != "update" && s != "upsert" && s != "seed" && s != "ext" && s != "ext_sql" &&
             s != "ext_denied" && s != "ext_record" && s != "redis" && s != "ext_unlogged" && s != "ext_memory" &&
-            s != "many_durable" && s != "many_unlogged" && s != "many_memory")
+            s != "many_durable" && s != "many_unlogged" && s != "many_memory" && !is_algorithm_system(s))
             usage("unknown system " + s);
     if (o.redis.empty()) o.systems.erase(std::remove(o.systems.begin(), o.systems.end(), "redis"), o.systems.end());
     if (o.serializable_only && (o.serializable_clients == 0 || o.serializable_dists.empty()))
@@ -286,6 +294,10 @@ bool uses_storage(const Options &o, const std::string &storage) {
     return false;
 }
 
+bool uses_system(const Options &o, const std::string &id) {
+    return std::find(o.systems.begin(), o.systems.end(), id) != o.systems.end();
+}
+
 void prepare_database(pqxx::connection &admin, const Options &o, Meta &footprints) {
     const std::string sql_dir = o.source_dir + "/sql/";
     const std::string n = std::to_string(o.keys);
@@ -308,8 +320,9 @@ void prepare_database(pqxx::connection &admin, const Options &o, Meta &footprint
         tx.exec("SELECT count(rate_limiting_token_bucket_request('k' || g, " + refill + ", " + window +
                 ")) FROM generate_series(0, " + n + " - 1) g");
     });
-    // The limits of the other storage modes only when a system uses them (setup.sql defines the memory one
-    // only when the server preloads the extension).
+    // The limits of the other storage modes and algorithms only when a system uses them (setup.sql defines
+    // the memory one only when the server preloads the extension), so that the state table holds no rows
+    // that no system reads.
     std::vector<std::string> limits{o.params.limit};
     for (const std::string storage : {"unlogged", "memory"}) {
         if (!uses_storage(o, storage)) continue;
@@ -321,16 +334,21 @@ void prepare_database(pqxx::connection &admin, const Options &o, Meta &footprint
         }
         limits.push_back(limit);
     }
+    const std::size_t storage_modes = limits.size();
+    for (const char *algorithm : OTHER_ALGORITHMS)
+        if (uses_system(o, std::string("ext_") + algorithm)) limits.push_back(algorithm_limit(o.params, algorithm));
     const auto preload = [&](const std::string &limit) {
         tx.exec("SELECT count(*) FROM generate_series(0, " + n + " - 1) g, rate_limit_request('k' || g, " +
                 tx.quote(limit) + ") r WHERE r.allowed");
     };
-    step("preload rate_limit_request (admitting limits: " + std::to_string(limits.size()) + " storage modes)", [&] {
+    std::string names;
+    for (const auto &limit : limits) names += (names.empty() ? "" : ", ") + limit;
+    step("preload rate_limit_request (admitting limits: " + names + ")", [&] {
         for (const auto &limit : limits) preload(limit);
     });
-    // Each mode now holds the keys of one limit: what a key costs in each, before the denying limit's keys
-    // join the durable table.
-    if (limits.size() > 1) footprints = storage_footprint(tx, "after the load of " + n + " keys");
+    // Each storage mode now holds the keys of its limits (one, unless other algorithms' limits share the
+    // durable table): what an entry costs in each, before the denying limit's keys join the durable table.
+    if (storage_modes > 1) footprints = storage_footprint(tx, "after the load of " + n + " keys");
     step("preload rate_limit_request (denying limit)", [&] { preload(o.params.deny_limit); });
     for (const std::string &sql : o.after_load) step(sql, [&] { tx.exec(sql); });
     step("VACUUM ANALYZE, CHECKPOINT", [&] {
@@ -582,6 +600,7 @@ int run(int argc, char **argv) {
         if (id == "ext_sql") owned.push_back(make_ext_sql(o.params));
         if (id == "ext_denied") owned.push_back(make_ext_denied(o.params));
         if (id == "ext_unlogged" || id == "ext_memory") owned.push_back(make_ext_storage(o.params, id.substr(4)));
+        if (is_algorithm_system(id)) owned.push_back(make_ext_algorithm(o.params, id.substr(4)));
         if (id == "ext_record") owned.push_back(make_ext_record(o.params));
         if (id == "redis") owned.push_back(make_redis_gcra(o.redis, redis_sha, EMISSION_US, BURST));
         plain.push_back(owned.back().get());

@@ -438,6 +438,22 @@ std::unique_ptr<System> make_ext_storage(const Params &p, const std::string &sto
         first_is_true);
 }
 
+const std::string &algorithm_limit(const Params &p, const std::string &algorithm) {
+    if (algorithm == "gcra") return p.gcra_limit;
+    if (algorithm == "fixed_window") return p.fixed_window_limit;
+    if (algorithm == "sliding_window") return p.sliding_window_limit;
+    throw std::invalid_argument("unknown algorithm " + algorithm);
+}
+
+std::unique_ptr<System> make_ext_algorithm(const Params &p, const std::string &algorithm) {
+    return std::make_unique<PgSystem>(
+        "ext_" + algorithm, "rate_limit_request (" + algorithm + ")", p.conninfo, EXT_SQL,
+        [limit = algorithm_limit(p, algorithm)](pqxx::transaction_base &tx, const std::string &key) {
+            return tx.exec_prepared("q", key, limit);
+        },
+        first_is_true);
+}
+
 std::unique_ptr<System> make_seed_serializable(const Params &p) {
     return std::make_unique<SerializableSystem>(
         "seed_ser", "seed PL/pgSQL, SERIALIZABLE + retries", p, SEED_SQL,
@@ -500,6 +516,8 @@ std::string statement_sql(const std::string &id) {
     if (id == "upsert") return UPSERT_SQL;
     if (id == "seed" || id == "seed_ser") return SEED_SQL;
     if (id == "ext" || id == "ext_denied" || id == "ext_unlogged" || id == "ext_memory") return EXT_SQL;
+    for (const char *algorithm : OTHER_ALGORITHMS)
+        if (id == std::string("ext_") + algorithm) return EXT_SQL;
     if (id.rfind("many_", 0) == 0) return MANY_SQL;
     if (id == "ext_sql") return std::string(EXT_SQL) + " (after " + SQL_PATH_SETTING + ")";
     if (id == "ext_record") return EXT_RECORD_SQL;
