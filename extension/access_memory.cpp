@@ -110,9 +110,9 @@ int memory_peek(StateHandle *handle, ShardRow *rows, int capacity) {
 void store(StateHandle *handle, int16 shard, const core::State &next) {
     MemoryState &state = handle->memory;
     core::MemoryTable &table = table_of(memory_store());
-    // The decision's time (its clock read; later than the clock only if the clock stepped back, which
-    // makes full_at later: never an early eviction).
-    const core::Micros now = next.ts;
+    // The decision's clock reading (not next.ts: GCRA stores an instant in the future there, the sliding
+    // window one within its window; dating the entry by it would evict entries that are not full).
+    const core::Micros now = handle->decided_at;
     if (state.slot < 0) {
         const core::MemoryInsert inserted =
             table.insert(state.partition, state.identity, state.definition, now, memory_may_evict_not_full());

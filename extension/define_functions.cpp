@@ -160,12 +160,14 @@ Datum define_body(FunctionCallInfo fcinfo) {
         " FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
         1, name_type, name_value, nullptr, false, SPI_OK_SELECT);
     const bool existed = SPI_processed == 1;
-    const core::Limit old = existed ? limit_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc) : core::Limit{};
+    // A row with a NULL where a value belongs (after a DBA's ALTER TABLE) is replaced: its keys start afresh.
+    const bool old_complete = existed && limit_row_complete(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
+    const core::Limit old = old_complete ? limit_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc) : core::Limit{};
     // Keys start afresh, under a new epoch, when asked to, when their numbers would mean something else
     // (another algorithm, unless it converts; another split over shards), or when their state would have
     // to move to another storage. A memory limit's keys also start afresh on any change of algorithm: its
     // entries are forgotten when the change commits (config_triggers.cpp).
-    const bool fresh = !existed || core::validate_limit(old) != core::LimitProblem::none ||
+    const bool fresh = !old_complete || core::validate_limit(old) != core::LimitProblem::none ||
                        rule == core::Rescale::reset || !core::state_carries_over(old, limit) ||
                        old.storage != limit.storage ||
                        (limit.storage == core::Storage::memory && old.algorithm != limit.algorithm);

@@ -61,24 +61,42 @@ bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit) {
     return true;
 }
 
+bool limit_row_complete(HeapTuple row, TupleDesc desc) {
+    for (const int number : {1, 2, 3, 4, 7, 8, 9, 10}) {
+        bool isnull = false;
+        (void)SPI_getbinval(row, desc, number, &isnull);
+        if (isnull) return false;
+    }
+    return true;
+}
+
 core::Limit limit_from_row(HeapTuple row, TupleDesc desc) {
-    core::Limit parsed;
-    core::Limit *limit = &parsed;
+    // Columns 1-10 as select_limit reads them. The table declares them NOT NULL (but max_reserved and
+    // start); a DBA can drop that, and a NULL is then an error here, never a NULL pointer read.
+    const auto column = [&](int number, const char *name, bool nullable, bool *isnull) {
+        const Datum value = SPI_getbinval(row, desc, number, isnull);
+        if (*isnull && !nullable)
+            ereport(ERROR,
+                    (errcode(ERRCODE_NOT_NULL_VIOLATION), errmsg("rate_limit_config has a NULL %s for a limit", name),
+                     errhint("Redefine the limit with rate_limit_define().")));
+        return value;
+    };
+    core::Limit limit;
     bool isnull = false;
-    limit->algorithm = algorithm_from_text(TextDatumGetCString(SPI_getbinval(row, desc, 1, &isnull)));
-    limit->rate = DatumGetFloat8(SPI_getbinval(row, desc, 2, &isnull));
-    limit->period = period_micros(DatumGetIntervalP(SPI_getbinval(row, desc, 3, &isnull)));
-    limit->capacity = DatumGetFloat8(SPI_getbinval(row, desc, 4, &isnull));
-    const Datum max_reserved = SPI_getbinval(row, desc, 5, &isnull);
-    limit->max_reserved = isnull ? std::numeric_limits<double>::infinity() : DatumGetFloat8(max_reserved);
-    const Datum start = SPI_getbinval(row, desc, 6, &isnull);
-    limit->has_start = !isnull;
-    limit->start = isnull ? 0 : DatumGetTimestampTz(start);
-    limit->shards = DatumGetInt32(SPI_getbinval(row, desc, 7, &isnull));
-    limit->storage = storage_from_text(TextDatumGetCString(SPI_getbinval(row, desc, 8, &isnull)));
-    limit->epoch = static_cast<uint64>(DatumGetInt64(SPI_getbinval(row, desc, 9, &isnull)));
-    limit->jitter = jitter_micros(DatumGetIntervalP(SPI_getbinval(row, desc, 10, &isnull)));
-    return parsed;
+    limit.algorithm = algorithm_from_text(TextDatumGetCString(column(1, "algorithm", false, &isnull)));
+    limit.rate = DatumGetFloat8(column(2, "rate", false, &isnull));
+    limit.period = period_micros(DatumGetIntervalP(column(3, "period", false, &isnull)));
+    limit.capacity = DatumGetFloat8(column(4, "capacity", false, &isnull));
+    const Datum max_reserved = column(5, "max_reserved", true, &isnull);
+    limit.max_reserved = isnull ? std::numeric_limits<double>::infinity() : DatumGetFloat8(max_reserved);
+    const Datum start = column(6, "start", true, &isnull);
+    limit.has_start = !isnull;
+    limit.start = isnull ? 0 : DatumGetTimestampTz(start);
+    limit.shards = DatumGetInt32(column(7, "shards", false, &isnull));
+    limit.storage = storage_from_text(TextDatumGetCString(column(8, "storage", false, &isnull)));
+    limit.epoch = static_cast<uint64>(DatumGetInt64(column(9, "epoch", false, &isnull)));
+    limit.jitter = jitter_micros(DatumGetIntervalP(column(10, "jitter", false, &isnull)));
+    return limit;
 }
 
 void limit_cache_init() { CacheRegisterRelcacheCallback(on_relcache_invalidation, 0); }

@@ -27,7 +27,10 @@ core::Limit limit_lookup(Oid extension, Oid schema, const text *name);
 bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit);
 
 // A limit from a row of the columns select_limit reads (extension_sql.hpp), in that order; not validated.
+// ERROR 23502 for a NULL where the table declares NOT NULL (a DBA may have dropped the constraint).
 core::Limit limit_from_row(HeapTuple row, TupleDesc desc);
+// Whether such a row has a value in every column the table declares NOT NULL.
+bool limit_row_complete(HeapTuple row, TupleDesc desc);
 
 // ERROR 22001 for a name over MAX_LIMIT_NAME_BYTES.
 void require_limit_name_length(const text *name);

@@ -33,7 +33,8 @@ CREATE TABLE @extschema@.rate_limit_config (
                                                    -- denied calls' retry_after spread by up to this much
     -- A sliding window's capacity is its rate, it takes no reservations, and it needs 1 ms windows or longer.
     CHECK (algorithm <> 'sliding_window'
-           OR (capacity = rate AND max_reserved = 0 AND period >= interval '1 millisecond'))
+           OR (capacity = rate AND max_reserved IS NOT NULL AND max_reserved = 0
+               AND period >= interval '1 millisecond'))
 );
 COMMENT ON TABLE @extschema@.rate_limit_config IS
     'pg_ratelimit: named limits; change them with rate_limit_define() and rate_limit_drop()';

@@ -41,6 +41,7 @@ bool attempt(const StateAccess &access, StateHandle *handle, int16 shard, int at
         return true;
     }
     if (access.transactional) require_writable_transaction(write_action(mode));
+    handle->decided_at = now;
     return *found ? access.update(handle, shard, decided->next) == WriteResult::written
                   : access.insert(handle, shard, decided->next);
 }

@@ -88,6 +88,9 @@ struct StateAccess;
 struct StateHandle {
     const StateAccess *access;
     StateTarget target;
+    // The clock reading the call's decision was made at, set before update or insert (the memory table
+    // dates its entries by it: a stored ts is not a time for every algorithm).
+    core::Micros decided_at;
     union {
         DirectState direct;
         SqlState sql;

@@ -29,6 +29,17 @@ SELECT rate_limit_reset('u', 'priv');
 RESET ROLE;
 REVOKE EXECUTE ON FUNCTION rate_limit_refund(text, text, float8), rate_limit_reset(text, text) FROM regress_rl_app;
 
+-- The README's lockdown of who may be limited at all covers every function that consumes units.
+REVOKE EXECUTE ON FUNCTION rate_limit_request(text, text, float8, boolean), rate_limit_request_many(text[], text, float8[]),
+    rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8) FROM PUBLIC;
+SET ROLE regress_rl_app;
+SELECT limited FROM rate_limit_throttle('u', 'priv');
+SELECT allowed FROM rate_limit_request('u', 'priv');
+SELECT count(*) FROM rate_limit_request_many(ARRAY['u'], 'priv');
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION rate_limit_request(text, text, float8, boolean), rate_limit_request_many(text[], text, float8[]),
+    rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8) TO PUBLIC;
+
 -- Administrators can delegate defining limits.
 GRANT EXECUTE ON FUNCTION rate_limit_define TO regress_rl_app;
 SET ROLE regress_rl_app;

@@ -4,7 +4,9 @@
 // the balance of a token bucket of the same rate and capacity, which is what makes the two convertible.
 //
 // Stored: ts = floor(TAT) and value = the fraction of a microsecond beyond it, in [0, 1), so that a
-// balance written and read back is the token bucket's to rounding (within core::tolerance).
+// balance written and read back is the token bucket's to rounding (within core::tolerance). A TAT beyond
+// PostgreSQL's last timestamp (a very slow limit deep in debt) keeps ts at that last timestamp and the rest
+// of the time owed in value: never clamped, so never read back as less owed.
 //
 // Where GCRA and the token bucket differ: a clock stepped back makes a GCRA key poorer (its TAT is
 // further away from the earlier now) where a token bucket key holds still at its last instant. Neither
@@ -17,9 +19,6 @@
 namespace pg_ratelimit::core {
 namespace {
 
-// Beyond this many microseconds owed, the TAT is past every instant PostgreSQL can represent.
-constexpr double MAX_OWED = 4.0e18;
-
 Level level(const Limit &limit, const State &stored, Micros now, Micros) noexcept {
     const double owed = static_cast<double>(saturating_sub(stored.ts, now)) + stored.value;
     if (!(owed > 0)) return {limit.capacity, now};
@@ -29,9 +28,11 @@ Level level(const Limit &limit, const State &stored, Micros now, Micros) noexcep
 State store(const Limit &limit, const State *, const Level &before, double balance, Micros) noexcept {
     const double owed = (limit.capacity - balance) * static_cast<double>(limit.period) / limit.rate;
     if (!(owed > 0)) return {0, before.at};
-    if (owed >= MAX_OWED) return {0, saturating_add(before.at, static_cast<Micros>(MAX_OWED))};
-    const double whole = std::floor(owed);
-    return {owed - whole, saturating_add(before.at, static_cast<Micros>(whole))};
+    // Whole microseconds in ts as far as PostgreSQL's timestamps reach, the rest (a fraction of one, unless
+    // the TAT lies beyond them) in value.
+    const double room = before.at < MAX_TIMESTAMP ? static_cast<double>(MAX_TIMESTAMP - before.at) : 0.0;
+    const double whole = std::min(std::floor(owed), std::floor(room));
+    return {owed - whole, before.at + static_cast<Micros>(whole)};
 }
 
 Micros guess(const Limit &limit, const State &, double shortfall, Micros at, Micros) noexcept {

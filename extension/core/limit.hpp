@@ -31,6 +31,9 @@ inline constexpr double MAX_UNITS = 1e12;  // rate, capacity, cost, max_reserved
 inline constexpr double MIN_UNITS = 1e-9;
 inline constexpr Micros MAX_PERIOD = Micros{100} * 366 * 86400 * 1000000;  // 100 years
 inline constexpr Micros MAX_DURATION = MAX_PERIOD * 1000;                  // longest retry_after/reset_after reported
+// The last instant PostgreSQL's timestamptz can hold (END_TIMESTAMP - 1: 294276-12-31 23:59:59.999999 UTC):
+// a stored ts never goes beyond it, or the row could not be dumped and restored.
+inline constexpr Micros MAX_TIMESTAMP = Micros{9223371331200000000} - 1;
 inline constexpr int MAX_SHARDS = 256;
 // The shortest sliding-window period: the previous window's count is kept in whole quanta of at most
 // capacity / 999 (sliding_window.cpp).

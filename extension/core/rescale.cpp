@@ -22,6 +22,11 @@ bool rescale_rewrites(const Limit &from, const Limit &to, Rescale rule) noexcept
     if (from.algorithm != to.algorithm) return true;
     // A sliding window writes its previous count in quanta of its capacity on its window grid: another
     // capacity, period or grid reads the same numbers as other counts, so they are written again even as_is.
+    // GCRA keeps a time owed, worth rate / period units a microsecond: another rate or period (or capacity)
+    // reads it as another balance, so it is written again, the balance kept (as_is) or scaled.
+    if (to.algorithm == Algorithm::gcra &&
+        (from.rate != to.rate || from.period != to.period || from.capacity != to.capacity))
+        return true;
     if (to.algorithm == Algorithm::sliding_window &&
         (from.capacity != to.capacity || from.period != to.period || from.has_start != to.has_start ||
          (to.has_start && from.start != to.start)))

@@ -22,8 +22,9 @@ enum class Rescale : std::uint8_t { proportional, as_is, reset };
 [[nodiscard]] bool state_carries_over(const Limit &from, const Limit &to) noexcept;
 
 // Whether carrying state from `from` to `to` under `rule` rewrites it (otherwise the stored numbers stay
-// as they are): an algorithm conversion, a proportional rule whose factor is not 1, or a sliding window
-// whose capacity, period or grid changes (its numbers encode the previous count relative to them).
+// as they are): an algorithm conversion, a proportional rule whose factor is not 1, a GCRA limit whose
+// rate, period or capacity changes, or a sliding window whose capacity, period or grid changes (their
+// numbers encode a balance relative to those).
 [[nodiscard]] bool rescale_rewrites(const Limit &from, const Limit &to, Rescale rule) noexcept;
 
 // The state of one key (or shard: pass shard limits) under `to`, from its state `stored` under `from`,

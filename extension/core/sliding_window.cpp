@@ -11,7 +11,7 @@
 // The two stored numbers: value = current, and ts = the start of window w plus previous in quanta. So ts
 // names the window (floor((ts - origin) / period) = w) and, by its offset into it, the previous window's
 // count: a quantum is 1 / K units, K = floor((period - 1) / capacity) quanta per unit when that is at
-// least 1 (whole and half units are then exact: the usual costs), else (period - 1) / capacity. validate.hpp
+// least 1 (whole units are then exact: the usual costs), else (period - 1) / capacity. validate.hpp
 // requires a period of at least 1 ms, so that 999 quanta or more cover the capacity. previous is rounded up
 // to a whole quantum (less the tolerance), so the rounding never admits more.
 #include <algorithm>
@@ -25,7 +25,7 @@ namespace pg_ratelimit::core {
 namespace {
 
 constexpr Wide MIN_INSTANT = std::numeric_limits<Micros>::min();
-constexpr Wide MAX_INSTANT = std::numeric_limits<Micros>::max();
+constexpr Wide MAX_INSTANT = MAX_TIMESTAMP;  // a ts beyond PostgreSQL's range could not be restored
 
 // Quanta per unit of `previous` (see above).
 double quanta_per_unit(const Limit &limit) noexcept {
@@ -41,6 +41,13 @@ struct Counts {
     Micros remaining = 0;  // microseconds from at to the end of that window, in [1, period]
 };
 
+// A count read from a row, which only edits of the table can make negative or NaN: a count below 0 is 0
+// (none is ever written), a NaN the whole capacity (what the key used is unknown: count it all).
+double sane_count(const Limit &limit, double count) noexcept {
+    if (std::isnan(count)) return limit.capacity;
+    return std::max(count, 0.0);
+}
+
 Wide start_of(Wide window, Micros origin, Micros period) noexcept {
     return static_cast<Wide>(origin) + window * period;
 }
@@ -55,9 +62,9 @@ Counts counts_at(const Limit &limit, const State *stored, Micros at, Micros orig
     if (windows == 0) {
         const Wide quanta = static_cast<Wide>(stored->ts) - start_of(stored_window, origin, limit.period);
         counts.previous = static_cast<double>(quanta) / quanta_per_unit(limit);
-        counts.current = stored->value;
+        counts.current = sane_count(limit, stored->value);
     } else if (windows == 1) {
-        counts.previous = stored->value;
+        counts.previous = sane_count(limit, stored->value);
     }
     return counts;
 }

@@ -24,10 +24,12 @@ SELECT 'full windows', (rate_limit_request('k', 'tighten', 100)).allowed, (rate_
 -- Half way through the next window, one more unit each (the rows now hold the previous counts in ts).
 SET pg_ratelimit.fake_now = '2026-01-01 00:01:30+00';
 SELECT 'one more', (rate_limit_request('k', 'tighten')).allowed, (rate_limit_request('k', 'raise')).allowed;
+-- as_is: the counts are kept and judged against the new rate (the default, proportional, scales them:
+-- sql/rescale.sql).
 SELECT rate_limit_define('tighten', rate => 10, period => '1 minute', algorithm => 'sliding_window',
-                         start => '2026-01-01 00:00:00+00');
+                         start => '2026-01-01 00:00:00+00', rescale => 'as_is');
 SELECT rate_limit_define('raise', rate => 100, period => '1 minute', algorithm => 'sliding_window',
-                         start => '2026-01-01 00:00:00+00');
+                         start => '2026-01-01 00:00:00+00', rescale => 'as_is');
 SELECT 'tightened', allowed, retry_after >= interval '25.2 seconds', retry_after FROM rate_limit_check('k', 'tighten');
 SELECT 'raised', allowed, remaining >= 92, remaining FROM rate_limit_check('k', 'raise');
 SQL
