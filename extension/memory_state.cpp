@@ -204,7 +204,8 @@ void load_file() {
         }
         ++loaded;
         // A file only the server's OS user can write; still, a number no decision could store is skipped.
-        if (!std::isfinite(entry.state.value) || std::fabs(entry.state.value) > 2 * core::MAX_UNITS) continue;
+        // (Any finite value can be stored: GCRA keeps in it the time owed beyond PostgreSQL's last instant.)
+        if (!std::isfinite(entry.state.value)) continue;
         core::memory_identity_rehash(&entry.identity, store.table.seed());
         const uint32 partition = store.table.partition_of(entry.identity.hash);
         (void)store.table.restore(partition, entry, now);

@@ -161,7 +161,9 @@ Outcome request(const Limit &limit, const State *stored, Micros now, double cost
         out.write = changes(stored, out.next);
         out.balance = level.value - cost;
         // Allowed into debt: the reserved work may run once the debt is repaid.
-        out.retry_after = wait_until_covered(limit, &out.next, 0, tol, now, origin);
+        // Out of debt, 0 whatever the stored encoding reads back (GCRA's TAT and the sliding window's
+        // quanta may read a hair less).
+        out.retry_after = out.balance >= -tol ? 0 : wait_until_covered(limit, &out.next, 0, tol, now, origin);
         out.reset_after = wait_until_covered(limit, &out.next, limit.capacity, tol, now, origin);
     } else {
         // Denied: the request succeeds once the balance covers the cost (minus the debt a reservation may
@@ -188,7 +190,7 @@ Outcome refund(const Limit &limit, const State *stored, Micros now, double cost,
     out.write = stored != nullptr && changes(stored, out.next);
     const State *after = stored == nullptr ? nullptr : &out.next;
     const double tol = tolerance(limit);
-    out.retry_after = wait_until_covered(limit, after, 0, tol, now, origin);
+    out.retry_after = out.balance >= -tol ? 0 : wait_until_covered(limit, after, 0, tol, now, origin);
     out.reset_after = wait_until_covered(limit, after, limit.capacity, tol, now, origin);
     return out;
 }

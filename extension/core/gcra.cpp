@@ -13,6 +13,7 @@
 // mints units.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/refill.hpp"
 
@@ -29,10 +30,17 @@ State store(const Limit &limit, const State *, const Level &before, double balan
     const double owed = (limit.capacity - balance) * static_cast<double>(limit.period) / limit.rate;
     if (!(owed > 0)) return {0, before.at};
     // Whole microseconds in ts as far as PostgreSQL's timestamps reach, the rest (a fraction of one, unless
-    // the TAT lies beyond them) in value.
-    const double room = before.at < MAX_TIMESTAMP ? static_cast<double>(MAX_TIMESTAMP - before.at) : 0.0;
-    const double whole = std::min(std::floor(owed), std::floor(room));
-    return {owed - whole, before.at + static_cast<Micros>(whole)};
+    // the TAT lies beyond them) in value. The whole part is a multiple of owed's float spacing (when that
+    // exceeds 1 us), so that value = owed - whole is exact and the two read back to owed exactly.
+    const Micros room = std::max<Micros>(0, saturating_sub(MAX_TIMESTAMP, before.at));
+    Micros whole = std::min(static_cast<Micros>(std::min(std::floor(owed), 9.0e18)), room);
+    const int exponent = std::ilogb(owed) - (std::numeric_limits<double>::digits - 1);
+    if (exponent >= std::numeric_limits<Micros>::digits) {
+        whole = 0;  // a spacing beyond every int64: all of it in value
+    } else if (exponent > 0) {
+        whole &= ~((Micros{1} << exponent) - 1);
+    }
+    return {owed - static_cast<double>(whole), before.at + whole};
 }
 
 Micros guess(const Limit &limit, const State &, double shortfall, Micros at, Micros) noexcept {

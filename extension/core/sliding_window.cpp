@@ -98,9 +98,15 @@ State encode(const Limit &limit, Counts counts, Micros at, Micros origin) noexce
         counts.current += (counts.previous - most / per_unit) * weight;
         quanta = most;
     }
-    const Wide ts = start_of(counts.window, origin, limit.period) + static_cast<Wide>(quanta);
-    if (ts < MIN_INSTANT || ts > MAX_INSTANT) return {counts.current + counts.previous * weight, at};
-    return {counts.current, static_cast<Micros>(ts)};
+    const Wide start = start_of(counts.window, origin, limit.period);
+    const Wide ts = start + static_cast<Wide>(quanta);
+    if (ts >= MIN_INSTANT && ts <= MAX_INSTANT) return {counts.current, static_cast<Micros>(ts)};
+    // The quanta would end beyond PostgreSQL's last instant: the window's start (<= at) holds none, and the
+    // current count takes the part of previous they would have held. (Before the first int64 instant, only
+    // at is known to be representable: its offset then reads as a previous count too, which only weighs
+    // more.)
+    const double current = counts.current + quanta / per_unit * weight;
+    return {current, ts > MAX_INSTANT ? static_cast<Micros>(start) : at};
 }
 
 State store(const Limit &limit, const State *stored, const Level &before, double balance, Micros origin) noexcept {

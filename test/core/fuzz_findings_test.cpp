@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cfloat>
+#include <limits>
 
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
@@ -10,6 +11,9 @@
 
 namespace pg_ratelimit::core {
 namespace {
+
+// PostgreSQL's last TimestampTz (datatype/timestamp.h), exclusive: 294277-01-01.
+constexpr Micros kPgEndTimestamp = 9223371331200000000;
 
 // crash-token-bucket-admits-1us-before-retry-after: the wait was a closed form minus half the tolerance,
 // rounded up; when the exact wait lay between n + tolerance/2 and n + tolerance microseconds of refill,
@@ -106,6 +110,62 @@ TEST(FuzzFindings, DenormalUnitsRefusedAndTheLeastAreExact) {
     EXPECT_GT(out.reset_after, 0);
     EXPECT_TRUE(is_full(limit, out.next, kT0 + out.reset_after, 0));
     EXPECT_FALSE(is_full(limit, out.next, kT0 + out.reset_after - 1, 0));
+}
+
+// crash-gcra-tat-beyond-int64-mints-units: near the end of PostgreSQL's timestamp range a GCRA key's TAT
+// can lie beyond the last int64 instant. ts saturated there and the rest of what was owed was lost: the
+// key that had just spent its whole capacity read back as holding 978 of its 1000 units. It must decide as
+// the token bucket it stands for.
+TEST(FuzzFindings, GcraTatBeyondTheLastInstantKeepsWhatIsOwed) {
+    const Limit gcra = Gcra(1000, kYear, 1000);
+    const Limit bucket = TokenBucket(1000, kYear, 1000);
+    const Micros now = kPgEndTimestamp - 412;
+    const Outcome all = Take(gcra, nullptr, now, 1000);
+    ASSERT_TRUE(all.allowed);
+    EXPECT_NEAR(balance_at(gcra, &all.next, now, 0), 0, tolerance(gcra));
+    const Outcome bucket_all = Take(bucket, nullptr, now, 1000);
+    EXPECT_EQ(all.reset_after, bucket_all.reset_after);
+    const Outcome more = Take(gcra, &all.next, now, 1);
+    EXPECT_FALSE(more.allowed) << more.balance;
+    EXPECT_EQ(more.retry_after, Take(bucket, &bucket_all.next, now, 1).retry_after);
+    EXPECT_EQ(more.retry_after, kYear / 1000);  // one emission interval
+}
+
+// The same loss for a debt of more than MAX_OWED (4e18 us) of refill: ts held at most that much and the rest
+// was dropped, so the key read back 10.6 units richer than its debt of 716.8 and admitted a reservation
+// beyond max_reserved.
+TEST(FuzzFindings, GcraDebtBeyondMaxOwedIsKept) {
+    const Limit limit = Gcra(0.7, MAX_PERIOD, 179.2, 720);
+    State state{};
+    const State *stored = nullptr;
+    for (int k = 0; k < 5; ++k) {
+        const Outcome out = request(limit, stored, kT0, 179.2, /*reserve=*/true, 0);
+        ASSERT_TRUE(out.allowed) << k;
+        state = out.next;
+        stored = &state;
+    }
+    // 896 units owed at 0.7 per 100 years: 4.05e18 us.
+    EXPECT_NEAR(balance_at(limit, stored, kT0, 0), 179.2 - 896, 1e-9);
+    EXPECT_FALSE(request(limit, stored, kT0, 3.5, /*reserve=*/true, 0).allowed);  // a debt of 720.3
+}
+
+// crash-sliding-window-quanta-beyond-int64-lose-units: in the window that contains the end of
+// PostgreSQL's timestamp range, a previous count whose quanta end beyond the last int64 instant was moved
+// into the current count but written at ts = now, whose offset into the window then read as a second
+// previous count: the key lost about 2 of its 10 units. Written at the window's start instead, it holds
+// what it was left.
+TEST(FuzzFindings, SlidingWindowQuantaBeyondTheLastInstantKeepTheBalance) {
+    const Limit limit = SlidingWindow(10, MAX_PERIOD);
+    const Micros window = kPgEndTimestamp / MAX_PERIOD * MAX_PERIOD;  // its end is past int64
+    ASSERT_GT(static_cast<__int128>(window) + MAX_PERIOD, static_cast<__int128>(std::numeric_limits<Micros>::max()));
+    const State previous = Take(limit, nullptr, window - MAX_PERIOD, 8).next;
+    const Micros now = kPgEndTimestamp - 1;
+    const Outcome one = Take(limit, &previous, now, 1);
+    ASSERT_TRUE(one.allowed);
+    const double back = balance_at(limit, &one.next, now, 0);
+    EXPECT_LE(back, one.balance + tolerance(limit));
+    EXPECT_GE(back, one.balance - 1e-9) << "written " << one.next.value << " at " << one.next.ts;
+    EXPECT_TRUE(Take(limit, &one.next, now, 6).allowed);  // 6.77 were left
 }
 
 }  // namespace

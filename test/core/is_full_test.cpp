@@ -2,10 +2,10 @@
 // deletes such rows), so a request on it must decide like a request on a key without a row.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <random>
+#include <algorithm>
 
 #include "core/algorithms.hpp"
+#include "random_limits.hpp"
 #include "support.hpp"
 
 namespace pg_ratelimit::core {
@@ -48,29 +48,29 @@ TEST(IsFull, FixedWindowAtTheBoundary) {
     EXPECT_TRUE(is_full(limit, stored, w + 3 * limit.period, 0));
 }
 
+// For every algorithm, random stored keys in its own encoding: whenever is_full says a row may go, a request
+// on it decides as on no row, and a refund reports the key full.
 TEST(IsFull, DeletingAFullRowChangesNoDecision) {
-    std::mt19937_64 rng(0xf011);
-    std::uniform_real_distribution<double> unit(0, 1);
-    int full = 0;
-    for (int trial = 0; trial < 20000; ++trial) {
-        const Algorithm algorithm = unit(rng) < 0.5 ? Algorithm::token_bucket : Algorithm::fixed_window;
-        const double rate = std::exp(unit(rng) * 12 - 4);
-        const Micros period = 1 + static_cast<Micros>(unit(rng) * 3600.0 * kSec);
-        const double capacity = rate * std::exp(unit(rng) * 4 - 2);
-        const Limit limit = Make(algorithm, rate, period, capacity);
-        const State stored{capacity * (unit(rng) * 1.2 - 0.2), kT0};
-        const Micros now =
-            kT0 + static_cast<Micros>(unit(rng) * 3 * static_cast<double>(period) * std::max(1.0, capacity / rate));
-        if (!is_full(limit, stored, now, 0)) continue;
-        ++full;
-        const double cost = capacity * (0.01 + 0.99 * unit(rng));
-        const Outcome with_row = request(limit, &stored, now, cost, false, 0);
-        const Outcome without = request(limit, nullptr, now, cost, false, 0);
-        EXPECT_EQ(with_row.allowed, without.allowed);
-        EXPECT_NEAR(with_row.balance, without.balance, tolerance(limit));
-        EXPECT_EQ(refund(limit, &stored, now, cost, 0).reset_after, 0);
+    for (const Algorithm algorithm : kAllAlgorithms) {
+        Random random(0xf011 + static_cast<std::uint64_t>(algorithm));
+        int full = 0;
+        for (int trial = 0; trial < 20000; ++trial) {
+            const Keyed s = RandomLimit(random, algorithm, /*allow_unlimited=*/false);
+            const Limit &limit = s.limit;
+            const double balance = std::min(limit.capacity * random.Uniform(-0.2, 1.2), limit.capacity);
+            const State stored = Encode(random, s, balance, kT0);
+            const Micros now = kT0 + random.Int(0, 3 * FillTime(limit));
+            if (!is_full(limit, stored, now, s.origin)) continue;
+            ++full;
+            const double cost = limit.capacity * random.Uniform(0.01, 1);
+            const Outcome with_row = request(limit, &stored, now, cost, false, s.origin);
+            const Outcome without = request(limit, nullptr, now, cost, false, s.origin);
+            EXPECT_EQ(with_row.allowed, without.allowed) << Describe(limit, s.origin) << " " << Describe(stored);
+            EXPECT_NEAR(with_row.balance, without.balance, tolerance(limit)) << Describe(limit, s.origin);
+            EXPECT_EQ(refund(limit, &stored, now, cost, s.origin).reset_after, 0) << Describe(limit, s.origin);
+        }
+        EXPECT_GT(full, 2000) << AlgorithmName(algorithm);
     }
-    EXPECT_GT(full, 2000);
 }
 
 }  // namespace

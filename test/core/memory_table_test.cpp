@@ -586,10 +586,20 @@ TEST(MemoryTable, SaveAndReloadRoundTrip) {
     for (std::uint32_t p = 0; p < second.partitions(); ++p) CheckPartition(second, p);
 }
 
+// The algorithms' values are part of the memory-mode fingerprint (memory_definition): appended, never
+// renumbered (limit.hpp).
+TEST(MemoryTable, AlgorithmValuesAreStable) {
+    EXPECT_EQ(static_cast<int>(Algorithm::token_bucket), 0);
+    EXPECT_EQ(static_cast<int>(Algorithm::fixed_window), 1);
+    EXPECT_EQ(static_cast<int>(Algorithm::gcra), 2);
+    EXPECT_EQ(static_cast<int>(Algorithm::sliding_window), 3);
+}
+
 // The fingerprint changes with the algorithm and with the number of shards, and with nothing else.
 TEST(MemoryTable, DefinitionFingerprint) {
     std::set<std::uint32_t> seen;
-    for (const Algorithm algorithm : {Algorithm::token_bucket, Algorithm::fixed_window}) {
+    for (const Algorithm algorithm :
+         {Algorithm::token_bucket, Algorithm::fixed_window, Algorithm::gcra, Algorithm::sliding_window}) {
         for (const int shards : {1, 2, 16, MAX_SHARDS}) {
             Limit limit;
             limit.algorithm = algorithm;

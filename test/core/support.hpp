@@ -49,6 +49,45 @@ inline Limit Make(Algorithm algorithm, double rate, Micros period, double capaci
                                                 : FixedWindow(rate, period, capacity, 0, max_reserved);
 }
 
+// GCRA: the token bucket's parameters (redis-cell's max_burst is capacity - 1).
+inline Limit Gcra(double rate, Micros period, double capacity, double max_reserved = 0) {
+    Limit limit = TokenBucket(rate, period, capacity, max_reserved);
+    limit.algorithm = Algorithm::gcra;
+    return limit;
+}
+
+// Sliding window on the grid start + k * period; its capacity is its rate, it takes no reservations.
+inline Limit SlidingWindow(double rate, Micros period, Micros start = 0) {
+    Limit limit = FixedWindow(rate, period, rate, start);
+    limit.algorithm = Algorithm::sliding_window;
+    return limit;
+}
+
+// Sliding window at a per-key offset (no start).
+inline Limit SlidingWindowPerKey(double rate, Micros period) {
+    Limit limit = SlidingWindow(rate, period);
+    limit.has_start = false;
+    return limit;
+}
+
+// Every algorithm, for parameterised suites, and their names (as rate_limit_define spells them).
+inline constexpr Algorithm kAllAlgorithms[] = {Algorithm::token_bucket, Algorithm::fixed_window, Algorithm::gcra,
+                                               Algorithm::sliding_window};
+
+inline const char *AlgorithmName(Algorithm algorithm) {
+    switch (algorithm) {
+        case Algorithm::token_bucket:
+            return "token_bucket";
+        case Algorithm::fixed_window:
+            return "fixed_window";
+        case Algorithm::gcra:
+            return "gcra";
+        case Algorithm::sliding_window:
+            return "sliding_window";
+    }
+    return "unknown";
+}
+
 // A request without reservation, for a key hashing to 0 (the grid of per-key windows starts at 0).
 inline Outcome Take(const Limit &limit, const State *stored, Micros now, double cost = 1) {
     return request(limit, stored, now, cost, /*reserve=*/false, window_origin(limit, 0));

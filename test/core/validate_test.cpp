@@ -38,8 +38,10 @@ TEST(Bounds, Values) {
 TEST(ValidateLimit, DefaultsAreInvalid) { EXPECT_EQ(validate_limit(Limit{}), LimitProblem::rate); }
 
 TEST(ValidateLimit, AcceptsAValidLimit) {
-    EXPECT_EQ(validate_limit(Valid()), LimitProblem::none);
-    EXPECT_EQ(validate_limit(Valid(Algorithm::fixed_window)), LimitProblem::none);
+    // Valid() has capacity = rate and no reservations: valid for every algorithm, the sliding window too.
+    for (const Algorithm algorithm : kAllAlgorithms) {
+        EXPECT_EQ(validate_limit(Valid(algorithm)), LimitProblem::none) << AlgorithmName(algorithm);
+    }
 }
 
 TEST(ValidateLimit, Rate) {
@@ -111,11 +113,20 @@ TEST(ValidateLimit, MaxReserved) {
     }
 }
 
-TEST(ValidateLimit, StartNeedsFixedWindow) {
-    Limit limit = Valid(Algorithm::token_bucket);
-    limit.has_start = true;
-    limit.start = 0;
-    EXPECT_EQ(validate_limit(limit), LimitProblem::start_needs_fixed_window);
+// start anchors a window grid: the fixed and sliding windows have one, the token bucket and GCRA do not.
+TEST(ValidateLimit, StartNeedsAWindowGrid) {
+    for (const Algorithm algorithm : kAllAlgorithms) {
+        Limit limit = Valid(algorithm);
+        limit.has_start = true;
+        limit.start = 0;
+        EXPECT_EQ(validate_limit(limit),
+                  uses_window_grid(algorithm) ? LimitProblem::none : LimitProblem::start_needs_window)
+            << AlgorithmName(algorithm);
+    }
+    EXPECT_TRUE(uses_window_grid(Algorithm::fixed_window));
+    EXPECT_TRUE(uses_window_grid(Algorithm::sliding_window));
+    EXPECT_FALSE(uses_window_grid(Algorithm::token_bucket));
+    EXPECT_FALSE(uses_window_grid(Algorithm::gcra));
     // A start value without has_start is ignored.
     Limit ignored = Valid(Algorithm::token_bucket);
     ignored.start = 123;
@@ -123,19 +134,50 @@ TEST(ValidateLimit, StartNeedsFixedWindow) {
 }
 
 TEST(ValidateLimit, StartRange) {
-    for (const Micros start :
-         {Micros{0}, Micros{-1}, MAX_START_OFFSET, -MAX_START_OFFSET, Micros{770'000'000} * kSec}) {
-        Limit limit = Valid(Algorithm::fixed_window);
-        limit.has_start = true;
-        limit.start = start;
-        EXPECT_EQ(validate_limit(limit), LimitProblem::none) << start;
+    for (const Algorithm algorithm : {Algorithm::fixed_window, Algorithm::sliding_window}) {
+        for (const Micros start :
+             {Micros{0}, Micros{-1}, MAX_START_OFFSET, -MAX_START_OFFSET, Micros{770'000'000} * kSec}) {
+            Limit limit = Valid(algorithm);
+            limit.has_start = true;
+            limit.start = start;
+            EXPECT_EQ(validate_limit(limit), LimitProblem::none) << start;
+        }
+        for (const Micros start : {MAX_START_OFFSET + 1, -MAX_START_OFFSET - 1, std::numeric_limits<Micros>::max(),
+                                   std::numeric_limits<Micros>::min()}) {
+            Limit limit = Valid(algorithm);
+            limit.has_start = true;
+            limit.start = start;
+            EXPECT_EQ(validate_limit(limit), LimitProblem::start_out_of_range) << start;
+        }
     }
-    for (const Micros start : {MAX_START_OFFSET + 1, -MAX_START_OFFSET - 1, std::numeric_limits<Micros>::max(),
-                               std::numeric_limits<Micros>::min()}) {
-        Limit limit = Valid(Algorithm::fixed_window);
-        limit.has_start = true;
-        limit.start = start;
-        EXPECT_EQ(validate_limit(limit), LimitProblem::start_out_of_range) << start;
+}
+
+// The sliding window's own constraints (sliding_window_test.cpp covers them in detail): the other
+// algorithms accept what it refuses.
+TEST(ValidateLimit, SlidingWindowConstraintsAreItsOwn) {
+    for (const Algorithm algorithm : kAllAlgorithms) {
+        const bool sliding = algorithm == Algorithm::sliding_window;
+        Limit capacity = Valid(algorithm);
+        capacity.capacity = 20;
+        EXPECT_EQ(validate_limit(capacity), sliding ? LimitProblem::sliding_capacity : LimitProblem::none);
+        Limit reservations = Valid(algorithm);
+        reservations.max_reserved = 5;
+        EXPECT_EQ(validate_limit(reservations), sliding ? LimitProblem::sliding_reservations : LimitProblem::none);
+        Limit period = Valid(algorithm);
+        period.period = MIN_SLIDING_PERIOD - 1;
+        EXPECT_EQ(validate_limit(period), sliding ? LimitProblem::sliding_period : LimitProblem::none);
+    }
+}
+
+TEST(ValidateLimit, Jitter) {
+    for (const Algorithm algorithm : kAllAlgorithms) {
+        Limit limit = Valid(algorithm);
+        limit.jitter = MAX_JITTER;
+        EXPECT_EQ(validate_limit(limit), LimitProblem::none);
+        limit.jitter = -1;
+        EXPECT_EQ(validate_limit(limit), LimitProblem::jitter);
+        limit.jitter = MAX_JITTER + 1;
+        EXPECT_EQ(validate_limit(limit), LimitProblem::jitter);
     }
 }
 

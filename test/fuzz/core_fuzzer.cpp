@@ -3,19 +3,31 @@
 // decoded from the input (fuzz_input.hpp), and after every operation the harness checks what the core
 // documents:
 // - validation: validate_limit / validate_cost reject exactly what an independent predicate rejects
-//   (NaN, infinities, <= 0, above the bounds, a start on an algorithm without a grid); rejected input
+//   (NaN, infinities, <= 0, above the bounds, a start on an algorithm without a grid, an algorithm's own
+//   constraints such as the sliding window's capacity = rate, a jitter out of range); rejected input
 //   changes nothing, as the SQL functions raise an error first;
 // - every double finite; retry_after and reset_after within [0, MAX_DURATION]; the balance never above
 //   capacity (+ tolerance); a plain request never leaves debt, a reservation never more than max_reserved;
-//   the key is written at max(now, stored ts), so a clock stepped back is evaluated at the key's time;
+//   what a call stores reads back (core::balance_at) as the balance it reports, evaluated at the same
+//   instant as before the write (the key's own instant when the clock is behind it): exactly for the
+//   token bucket and fixed window, which store {balance, max(now, stored ts)}, to rounding for GCRA, and
+//   never more, at most one quantum less, for the sliding window (algorithms_under_test.hpp);
+//   a jittered retry_after lies in [retry_after, retry_after + jitter];
 // - admission bound: units admitted in any stretch of key time [a, b] within one definition, net of
-//   refunds, never exceed capacity - value left at b + the algorithm's refill over [a, b]
+//   refunds, never exceed capacity - balance left at b + the algorithm's refill over [a, b]
 //   (algorithms_under_test.hpp), up to float rounding. Key time is the latest instant the key was
-//   written at or judged full at by rate_limit_cleanup (the core evaluates a key at its stored ts when
-//   the clock is behind it), so a clock stepping back, before or after a cleanup, may mint nothing.
+//   written at or judged full at by rate_limit_cleanup (the core never evaluates a key earlier than its
+//   own instant, or, GCRA, evaluates it poorer), so a clock stepping back, before or after a cleanup,
+//   may mint nothing. Key time moves back only where the key's state itself drops it: a row judged full
+//   by cleanup before its last write (the windows' rows name only their window), a GCRA row made full by
+//   a refund while the clock is behind, a row rewritten by a redefinition on another grid; the stretches
+//   then start afresh;
 //   Cleanup judges a row at now - CLEANUP_MARGIN, as the glue does, and after a deletion the clock never
 //   steps back behind the instant judged (the documented limit: beyond the margin, a deleted row's key
 //   time is lost);
+// - redefinitions carry keys over as rate_limit_define does (core/rescale.hpp, the rule drawn from the
+//   input): a rewritten key holds its balance scaled by the capacities' ratio (proportional) or as it was
+//   (as_is; a sliding window the amount it had used), never more;
 // - retry_after: a denied request made again at now + retry_after (same state, same definition)
 //   succeeds, and at now + retry_after - 1 us it is still denied; a reservation's retry_after is when
 //   its debt is repaid, not 1 us earlier;
@@ -38,6 +50,8 @@
 
 #include "algorithms_under_test.hpp"
 #include "core/algorithms.hpp"
+#include "core/refill.hpp"
+#include "core/rescale.hpp"
 #include "core/validate.hpp"
 #include "fuzz_input.hpp"
 
@@ -129,13 +143,19 @@ unsigned expected_problems(const Limit &l) {
     if (!valid_units(l.capacity)) problems |= problem_bit(LimitProblem::capacity);
     if (!(l.max_reserved == kInf || (l.max_reserved >= 0 && l.max_reserved <= core::MAX_UNITS)))
         problems |= problem_bit(LimitProblem::max_reserved);
+    const AlgorithmUnderTest &algorithm = algorithm_under_test(l.algorithm);
+    if (algorithm.capacity_is_rate && !(l.capacity == l.rate)) problems |= problem_bit(LimitProblem::sliding_capacity);
+    if (algorithm.no_reservations && !(l.max_reserved == 0))
+        problems |= problem_bit(LimitProblem::sliding_reservations);
+    if (l.period < algorithm.min_period) problems |= problem_bit(LimitProblem::sliding_period);
     if (l.has_start) {
-        if (!algorithm_under_test(l.algorithm).accepts_start) {
-            problems |= problem_bit(LimitProblem::start_needs_fixed_window);
+        if (!algorithm.accepts_start) {
+            problems |= problem_bit(LimitProblem::start_needs_window);
         } else if (l.start > core::MAX_START_OFFSET || l.start < -core::MAX_START_OFFSET) {
             problems |= problem_bit(LimitProblem::start_out_of_range);
         }
     }
+    if (l.jitter < 0 || l.jitter > core::MAX_JITTER) problems |= problem_bit(LimitProblem::jitter);
     return problems;
 }
 
@@ -233,27 +253,80 @@ class Run {
     void define(const Limit &limit) {
         limit_ = limit;
         algorithm_ = &algorithm_under_test(limit.algorithm);
-        // As the glue does: only a grid without a start is offset per key.
-        const bool keyed_grid = algorithm_->accepts_start && !limit.has_start;
-        origin_ = core::window_origin(limit, keyed_grid ? key_hash_ : 0);
-        const Micros expected_origin =
-            limit.has_start ? limit.start : static_cast<Micros>((keyed_grid ? key_hash_ : 0) % limit.period);
-        require(!algorithm_->accepts_start || origin_ == expected_origin, "window_origin is start or key hash % period",
+        // A grid is anchored at start, or offset per key by its hash; an algorithm without one has origin 0.
+        origin_ = core::window_origin(limit, key_hash_);
+        Micros expected_origin = 0;
+        if (algorithm_->accepts_start) {
+            expected_origin = limit.has_start ? limit.start : static_cast<Micros>(key_hash_ % limit.period);
+        }
+        require(origin_ == expected_origin, "window_origin is start, key hash % period, or 0 without a grid",
                 "origin=%" PRId64 " expected=%" PRId64, origin_, expected_origin);
         // A new definition starts new stretches: the bound holds within one definition.
         written_count_ = 0;
         admitted_ = 0;
         refunded_ = 0;
         magnitude_ = limit.capacity;
+        // The row kept is read on the new definition's grid: a sliding window row names its window by its
+        // ts, so a period or start changed by the redefinition can put it in a window that ends before the
+        // key time; with the clock behind, the key is then evaluated at that window's start. Key time moves
+        // back to the earliest instant the core may now evaluate the row at (a token bucket converted from
+        // GCRA: the instant it was rewritten at).
+        if (has_row_ && has_latest_ && algorithm_->full_row_holds_key_time) {
+            latest_ =
+                std::min(latest_, core::rules_of(limit.algorithm).level(limit, row_, kPgMinTimestamp, origin_).at);
+        }
+        if (drops_key_time()) latest_ = now_;  // GCRA: see record_write
     }
 
+    // rate_limit_define over the existing limit, with a rescale rule (core/rescale.hpp), as the glue does:
+    // the keys start afresh (reset, or an algorithm whose state does not carry over), or keep their state,
+    // rewritten by rescaled_state where rescale_rewrites says so (another capacity under proportional, an
+    // algorithm conversion, a sliding window's new capacity, period or grid), else as it is.
     void redefine(Bytes &in) {
         const Limit next = fuzz::limit(in);
         if (g_trace) print_limit("redefine to", next, 0);
         if (!accepted(next)) return;  // rate_limit_define raises an error: nothing changes
-        // A key's two numbers mean something else under another algorithm: rate_limit_define deletes it.
-        if (next.algorithm != limit_.algorithm) forget_key();
+        if (!core::state_carries_over(limit_, next)) {
+            forget_key();
+        } else {
+            constexpr core::Rescale kRules[] = {core::Rescale::proportional, core::Rescale::as_is,
+                                                core::Rescale::reset};
+            const core::Rescale rule = in.pick(kRules);
+            if (rule == core::Rescale::reset) {
+                forget_key();
+            } else if (has_row_ && core::rescale_rewrites(limit_, next, rule)) {
+                rescale(next, rule);
+            }
+        }
         define(next);
+    }
+
+    // Rewrites the row for `next`: it holds the balance it held under the old definition, scaled
+    // by the capacities' ratio under proportional (never above the new capacity); a sliding window the
+    // amount it had used, scaled alike (up to one quantum, rounded towards less).
+    void rescale(const Limit &next, core::Rescale rule) {
+        const Micros next_origin = core::window_origin(next, key_hash_);
+        const double factor = rule == core::Rescale::proportional ? next.capacity / limit_.capacity : 1.0;
+        // Both read at the instant the old definition evaluates the key at now (a token bucket's own time
+        // when the clock is behind it), where the state is rewritten: GCRA, for one, holds less earlier.
+        const core::Level level = core::rules_of(limit_.algorithm).level(limit_, row_, now_, origin_);
+        const double before = level.value;
+        const State rewritten = core::rescaled_state(limit_, next, row_, now_, origin_, next_origin, rule);
+        const double after = core::balance_at(next, &rewritten, level.at, next_origin);
+        const double expected = limit_.algorithm == Algorithm::sliding_window
+                                    ? next.capacity - (limit_.capacity - before) * factor
+                                    : std::min(before * factor, next.capacity);
+        const double loss = algorithm_under_test(next.algorithm).store_loss(next);
+        const double slack =
+            core::tolerance(next) +
+            static_cast<double>(kRoundingPerOp) *
+                std::max({std::fabs(before), std::fabs(expected), next.capacity, limit_.capacity, magnitude_ * factor});
+        require(std::isfinite(rewritten.value) && after <= expected + slack && after >= expected - loss - slack,
+                "a rescaled key holds its balance scaled (a sliding window: its use), never more",
+                "rule=%u before=%.17g after=%.17g expected=%.17g row={%.17g, %" PRId64 "} -> {%.17g, %" PRId64 "}",
+                static_cast<unsigned>(rule), before, after, expected, row_.value, row_.ts, rewritten.value,
+                rewritten.ts);
+        row_ = rewritten;
     }
 
     // rate_limit_reset, or a redefinition with another algorithm: the key starts afresh.
@@ -265,12 +338,16 @@ class Run {
 
     // rate_limit_cleanup: deletes the row if it is full (equivalent to no row). The key was full at the
     // instant it was judged at, so the bound's key time moves there: a key that later starts afresh at an
-    // earlier clock reading is held to what it could have taken since that instant.
+    // earlier clock reading is held to what it could have taken since that instant. A sliding window's row
+    // names only its window, so it can be judged full at an instant before the latest write in that window:
+    // full there, it decided as no row from then on, and the key time moves back to that instant; the
+    // stretches then restart, their key times no longer in order.
     void cleanup() {
         const Micros judged = now_ - core::CLEANUP_MARGIN;
         if (!has_row_ || !core::is_full(limit_, row_, judged, origin_)) return;
         clock_floor_ = std::max(clock_floor_, judged);
-        latest_ = has_latest_ ? std::max(latest_, judged) : judged;
+        if (has_latest_ && latest_ > judged) written_count_ = 0;
+        latest_ = judged;
         has_latest_ = true;
         has_row_ = false;
         ++cleanups_;
@@ -309,25 +386,20 @@ class Run {
         if (out.allowed) {
             // It writes unless the row would stay exactly as it is (a cost below the balance's resolution).
             const bool changes = stored == nullptr || out.next.value != stored->value || out.next.ts != stored->ts;
-            require(out.write == changes && out.next.value == out.balance && out.next.ts == key_instant(),
-                    "an admitted request writes its balance at max(now, stored ts), if that changes the row",
-                    "write=%d next={%.17g, %" PRId64 "} balance=%.17g expected ts=%" PRId64, out.write, out.next.value,
-                    out.next.ts, out.balance, key_instant());
+            require(out.write == changes, "an admitted request writes if that changes the row",
+                    "write=%d next={%.17g, %" PRId64 "}", out.write, out.next.value, out.next.ts);
+            check_stored(out);
             if (reserve) {
                 require(-out.balance <= limit_.max_reserved + tol, "a reservation's debt is within max_reserved",
                         "balance=%.17g", out.balance);
             } else {
                 require(out.balance >= -tol, "a plain request never leaves debt", "balance=%.17g", out.balance);
             }
-            if (out.balance >= -tol) {
-                require(out.retry_after == 0, "allowed without debt: retry_after is 0", "retry_after=%" PRId64,
-                        out.retry_after);
-            } else {
-                check_debt_wait(out);
-            }
+            check_debt_wait(out, /*wrote=*/true);
         } else {
             require(!out.write, "a denied request writes nothing", "write=%d", out.write);
             check_denied_wait(out, stored);
+            check_jitter(out);
         }
         check_reset_after(out, out.write ? &out.next : stored);
         last_wait_ = out.retry_after;
@@ -345,26 +417,13 @@ class Run {
         const Outcome out = core::refund(limit_, stored, now_, cost_, origin_);
         trace(out);
         check_common(out, stored);
-        const double tol = core::tolerance(limit_);
         const bool changes = has_row_ && (out.next.value != row_.value || out.next.ts != row_.ts);
         require(out.allowed && out.write == changes, "a refund is allowed and writes only an existing row it changes",
                 "allowed=%d write=%d", out.allowed, out.write);
         require(out.balance <= limit_.capacity, "a refund never raises the balance above capacity", "balance=%.17g",
                 out.balance);
-        if (out.write) {
-            require(out.next.value == out.balance && out.next.ts == key_instant(),
-                    "a refund writes its balance at max(now, stored ts)",
-                    "next={%.17g, %" PRId64 "} balance=%.17g expected ts=%" PRId64, out.next.value, out.next.ts,
-                    out.balance, key_instant());
-        }
-        if (out.balance >= -tol) {
-            require(out.retry_after == 0, "a refund out of debt has retry_after 0", "retry_after=%" PRId64,
-                    out.retry_after);
-        } else if (out.write) {
-            require(out.retry_after > 0, "a refund still in debt has retry_after > 0", "retry_after=%" PRId64,
-                    out.retry_after);
-            check_repaid_at(out.next, out.retry_after);
-        }
+        if (out.write) check_stored(out);
+        check_debt_wait(out, out.write);
         check_reset_after(out, out.write ? &out.next : stored);
         last_wait_ = out.retry_after;
         if (out.write) {
@@ -375,8 +434,48 @@ class Run {
 
     // --- invariants ---
 
-    // Where the core evaluates the key: at the stored ts if the clock is behind it.
-    [[nodiscard]] Micros key_instant() const { return has_row_ ? std::max(now_, row_.ts) : now_; }
+    // Where the core evaluates the key now: the token bucket and fixed window at the stored ts if the clock
+    // is behind it, the sliding window at the start of its stored window, GCRA at now.
+    [[nodiscard]] Micros key_instant() const {
+        return has_row_ ? core::rules_of(limit_.algorithm).level(limit_, row_, now_, origin_).at : now_;
+    }
+
+    // What a call stores holds the balance it reports, and the key is evaluated at the same instant after
+    // the write as before it (algorithms_under_test.hpp: stores_balance, store_loss).
+    void check_stored(const Outcome &out) {
+        const core::Level back = core::rules_of(limit_.algorithm).level(limit_, out.next, now_, origin_);
+        const Micros at = key_instant();
+        if (algorithm_->stores_balance) {
+            require(out.next.value == out.balance && out.next.ts == at, "the row written is {balance, key instant}",
+                    "next={%.17g, %" PRId64 "} balance=%.17g key instant=%" PRId64, out.next.value, out.next.ts,
+                    out.balance, at);
+        }
+        const double loss = algorithm_->store_loss(limit_);
+        const double slack = rounding(out.balance);
+        require(back.at == at && back.value <= out.balance + slack && back.value >= out.balance - loss - slack,
+                "the row written reads back as the balance reported (never more; the sliding window up to one quantum "
+                "less), at the same key instant",
+                "next={%.17g, %" PRId64 "} reads back %.17g at %" PRId64 "; balance=%.17g key instant=%" PRId64
+                " quantum=%.17g rounding=%.3g",
+                out.next.value, out.next.ts, back.value, back.at, out.balance, at, loss, slack);
+    }
+
+    // How far an encoded state may read back from the balance written: the tolerance, and a few ulps of the
+    // largest figure involved.
+    [[nodiscard]] double rounding(double balance) const {
+        return core::tolerance(limit_) +
+               static_cast<double>(kRoundingPerOp) * std::max({std::fabs(balance), limit_.capacity, magnitude_});
+    }
+
+    // A denied call's retry_after spread by the limit's jitter: never shorter, at most jitter longer, and
+    // never beyond MAX_DURATION.
+    void check_jitter(const Outcome &out) const {
+        const std::uint64_t random = static_cast<std::uint64_t>(now_) * 0x9e3779b97f4a7c15ULL ^ op_index_;
+        const Micros spread = core::jittered(limit_, out.retry_after, random);
+        const Micros most = std::min(out.retry_after + limit_.jitter, core::MAX_DURATION);
+        require(spread >= out.retry_after && spread <= most, "a jittered retry_after is within [retry_after, + jitter]",
+                "retry_after=%" PRId64 " jitter=%" PRId64 " jittered=%" PRId64, out.retry_after, limit_.jitter, spread);
+    }
 
     void check_common(const Outcome &out, const State *stored) {
         const double tol = core::tolerance(limit_);
@@ -413,21 +512,36 @@ class Run {
         }
     }
 
-    // A reservation that went into debt: retry_after is when the debt is repaid, exactly (check_repaid_at).
+    // An admitted request or a refund: out of debt (balance >= -tolerance), retry_after is 0; in debt, it is
+    // when the debt of the state written is repaid, exactly (check_repaid_at). An encoded state (GCRA's TAT,
+    // the sliding window's quanta) reads back to float rounding: a balance less than that rounding below
+    // -tolerance may read back out of debt, and retry_after is then 0.
     // (Not checked: that this is also when a plain request of the same cost, from the state before, would
     // have succeeded. That is a different sum of the same numbers, (balance + refill) - cost instead of
     // (balance - cost) + refill, and at the tolerance boundary the two round to different answers, by a
     // whole window for a fixed window. What the core promises is about the state it stores.)
-    void check_debt_wait(const Outcome &out) {
-        require(out.retry_after > 0, "a reservation in debt has retry_after > 0", "retry_after=%" PRId64,
-                out.retry_after);
+    void check_debt_wait(const Outcome &out, bool wrote) {
+        const double tol = core::tolerance(limit_);
+        if (out.balance >= -tol) {
+            require(out.retry_after == 0, "out of debt: retry_after is 0", "balance=%.17g retry_after=%" PRId64,
+                    out.balance, out.retry_after);
+            return;
+        }
+        if (!wrote) return;
+        const bool within_rounding = !algorithm_->stores_balance && out.balance >= -tol - rounding(out.balance);
+        if (!within_rounding) {
+            require(out.retry_after > 0, "in debt: retry_after > 0", "balance=%.17g retry_after=%" PRId64, out.balance,
+                    out.retry_after);
+        }
         check_repaid_at(out.next, out.retry_after);
     }
 
-    // Out of debt (balance >= -tolerance): what a refund's retry_after == 0 reports. A refund of the
-    // smallest double changes no balance that matters.
+    // Out of debt: the balance of the state at `at` is at least -tolerance (the comparison every decision
+    // makes). (Not a refund of the smallest double, whose retry_after says the same of the state it writes:
+    // GCRA writes its balance as a TAT, rounded by a fraction of a microsecond, which can put a key that was
+    // just out of debt back in for 1 us.)
     [[nodiscard]] bool out_of_debt(const State &state, Micros at) const {
-        return core::refund(limit_, &state, at, DBL_TRUE_MIN, origin_).retry_after == 0;
+        return core::balance_at(limit_, &state, at, origin_) >= -core::tolerance(limit_);
     }
 
     // A key in debt by `state` is out of debt at now + wait, and not 1 us earlier.
@@ -437,7 +551,7 @@ class Run {
             require(out_of_debt(state, then), "the debt is repaid at now + retry_after",
                     "state={%.17g, %" PRId64 "} retry_after=%" PRId64, state.value, state.ts, wait);
         }
-        if (later(now_, wait - 1, &then)) {
+        if (wait > 0 && later(now_, wait - 1, &then)) {
             require(!out_of_debt(state, then), "retry_after exact: still in debt 1 us before retry_after",
                     "state={%.17g, %" PRId64 "} retry_after=%" PRId64, state.value, state.ts, wait);
         }
@@ -486,9 +600,24 @@ class Run {
                 full, whole.allowed, whole.balance);
     }
 
+    // Whether the row, full at key time while the clock is behind it, no longer holds the key's time: a GCRA
+    // row whose TAT a refund or a rescale wrote at an earlier clock reading.
+    [[nodiscard]] bool drops_key_time() const {
+        return has_row_ && has_latest_ && now_ < latest_ && !algorithm_->full_row_holds_key_time &&
+               core::balance_at(limit_, &row_, latest_, origin_) >= limit_.capacity - core::tolerance(limit_);
+    }
+
     // A write of the key: the next stretch start, and the bound over every stretch ending here.
     void record_write(double admitted, double refunded) {
-        // Key time never goes back (see latest_), whatever the clock does and whether the row survived.
+        // Key time never goes back (see latest_), whatever the clock does and whether the row survived;
+        // except where the row itself drops it: a GCRA row full at the key's time while the clock is behind
+        // (a refund wrote a TAT of now) counts from now on, as a key without a row would. The stretches
+        // ending later start afresh there (those that include the refund would still hold: the units the
+        // key takes back in [TAT, key time] are refunded ones).
+        if (drops_key_time()) {
+            written_count_ = 0;
+            latest_ = now_;
+        }
         const Micros at = has_latest_ ? std::max(now_, latest_) : now_;
         written_[written_count_++] = {admitted_, refunded_, at, cleanups_};
         admitted_ += admitted;
@@ -499,29 +628,30 @@ class Run {
     }
 
     // Admitted units over every stretch [a, at] of this definition (net of refunds) are within capacity
-    // - the value left now + the refill over the stretch: the key held at most capacity at a, gained at
-    // most the refill, and holds row_.value now.
+    // - the balance left at `at` + the refill over the stretch: the key held at most capacity at a, gained
+    // at most the refill, and its row holds that balance at key time `at`.
     void check_admission_bound(Micros at) {
         const long double tol = core::tolerance(limit_);
         const long double magnitude = magnitude_;
+        const double left = core::balance_at(limit_, &row_, at, origin_);
         for (int i = 0; i < written_count_; ++i) {
             const Written &from = written_[i];
             const long double admitted = admitted_ - from.admitted_before;
             const long double refunded = refunded_ - from.refunded_before;
             const long double refill = algorithm_->refill_bound(limit_, origin_, from.at, at);
-            const long double bound = limit_.capacity - static_cast<long double>(row_.value) + refill + refunded;
+            const long double bound = limit_.capacity - static_cast<long double>(left) + refill + refunded;
             // Rounding: the admission tolerance (once: a shortfall it forgives is kept as debt), the
             // tolerance of each full row deleted, and a few ulps per operation and of the refill.
             const long double slack = 2 * tol + (cleanups_ - from.cleanups_before) * tol +
                                       (written_count_ - i + 2) * (kRoundingPerOp * magnitude + kDenormalRoundingPerOp) +
                                       kRoundingPerOp * refill;
             if (admitted > bound + slack) {
-                fail("admission bound: units admitted in a stretch within capacity + refill + refunds - value left",
+                fail("admission bound: units admitted in a stretch within capacity + refill + refunds - balance left",
                      "stretch [%" PRId64 ", %" PRId64
                      "] (writes %d..%d): admitted=%.17Lg refunded=%.17Lg refill=%.17Lg"
-                     " value now=%.17g bound=%.17Lg excess=%.6Lg slack=%.6Lg",
-                     from.at, at, i, written_count_ - 1, admitted, refunded, refill, row_.value, bound,
-                     admitted - bound, slack);
+                     " balance left=%.17g bound=%.17Lg excess=%.6Lg slack=%.6Lg",
+                     from.at, at, i, written_count_ - 1, admitted, refunded, refill, left, bound, admitted - bound,
+                     slack);
             }
         }
     }

@@ -185,19 +185,50 @@ inline Micros start(Bytes &in) {
     }
 }
 
+// Jitter from the high bits of the limit's flags byte (no byte of its own, so that inputs written before
+// jitter existed decode as they did): mostly none, sometimes at and beyond both bounds.
+inline Micros jitter(std::uint8_t flags) {
+    switch (flags >> 4) {
+        case 10:
+            return 1;
+        case 11:
+            return kSec;
+        case 12:
+            return core::MAX_JITTER;
+        case 13:
+            return core::MAX_JITTER + 1;  // invalid
+        case 14:
+            return -1;  // invalid
+        default:
+            return 0;
+    }
+}
+
 // A limit as rate_limit_define would receive it, not yet validated.
 inline Limit limit(Bytes &in) {
     Limit l;
     const AlgorithmUnderTest &algorithm = in.pick(kAlgorithms);
     l.algorithm = algorithm.algorithm;
-    l.rate = units(in);
-    l.period = period(in);
-    l.capacity = capacity(in, l.rate);
-    l.max_reserved = max_reserved(in, l.capacity);
+    const bool constrained = algorithm.capacity_is_rate || algorithm.no_reservations || algorithm.min_period > 1;
+    // An algorithm with constraints of its own (the sliding window) mostly gets a limit that meets them, so
+    // that most of its runs pass validation; otherwise whatever the generic draws give (mostly refused).
+    if (constrained && in.u8() % 8 != 0) {
+        l.rate = units(in);
+        l.period = period(in);
+        if (l.period > 0 && l.period < algorithm.min_period) l.period += algorithm.min_period - 1;
+        l.capacity = algorithm.capacity_is_rate ? l.rate : capacity(in, l.rate);
+        l.max_reserved = algorithm.no_reservations ? 0 : max_reserved(in, l.capacity);
+    } else {
+        l.rate = units(in);
+        l.period = period(in);
+        l.capacity = capacity(in, l.rate);
+        l.max_reserved = max_reserved(in, l.capacity);
+    }
     const std::uint8_t flags = in.u8();
     // A start on an algorithm without a grid is rare (validation must reject it).
     l.has_start = (flags & 1) != 0 && (algorithm.accepts_start || (flags & 0x0e) == 0x0e);
     if (l.has_start) l.start = start(in);
+    l.jitter = jitter(flags);
     return l;
 }
 
