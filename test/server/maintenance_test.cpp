@@ -115,8 +115,14 @@ struct Definitions {
              "shards => 4, start => " +
              quoted_start + ")"),
           cold("SELECT rate_limit_define('mt_cold', rate => 2, period => '1000 days')"),
-          cap_high("SELECT rate_limit_define('mt_cap', rate => 20, period => '1000 days', capacity => 40)"),
-          cap_low("SELECT rate_limit_define('mt_cap', rate => 20, period => '1000 days', capacity => 20)"),
+          // as_is: the bounds below count units a key keeps across the flips (proportional rescaling, the
+          // default, would strand a fraction of a unit at each halving: sql/rescale.sql covers it).
+          cap_high(
+              "SELECT rate_limit_define('mt_cap', rate => 20, period => '1000 days', capacity => 40,"
+              " rescale => 'as_is')"),
+          cap_low(
+              "SELECT rate_limit_define('mt_cap', rate => 20, period => '1000 days', capacity => 20,"
+              " rescale => 'as_is')"),
           fast("SELECT rate_limit_define('mt_fast', rate => 20, period => '1 second')"),
           flap("SELECT rate_limit_define('mt_flap', rate => 5, period => '1000 days')"),
           filler("SELECT rate_limit_define('mt_filler', rate => 1, period => '1000 days')") {}
