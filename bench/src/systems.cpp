@@ -429,13 +429,20 @@ const std::string &storage_limit(const Params &p, const std::string &storage) {
     throw std::invalid_argument("unknown storage mode " + storage);
 }
 
-std::unique_ptr<System> make_ext_storage(const Params &p, const std::string &storage) {
+namespace {
+
+// rate_limit_request on another limit than 'bench': "ext_<variant>" (a storage mode or an algorithm).
+std::unique_ptr<System> make_ext_variant(const Params &p, const std::string &variant, const std::string &limit) {
     return std::make_unique<PgSystem>(
-        "ext_" + storage, "rate_limit_request (" + storage + ")", p.conninfo, EXT_SQL,
-        [limit = storage_limit(p, storage)](pqxx::transaction_base &tx, const std::string &key) {
-            return tx.exec_prepared("q", key, limit);
-        },
+        "ext_" + variant, "rate_limit_request (" + variant + ")", p.conninfo, EXT_SQL,
+        [limit](pqxx::transaction_base &tx, const std::string &key) { return tx.exec_prepared("q", key, limit); },
         first_is_true);
+}
+
+}  // namespace
+
+std::unique_ptr<System> make_ext_storage(const Params &p, const std::string &storage) {
+    return make_ext_variant(p, storage, storage_limit(p, storage));
 }
 
 const std::string &algorithm_limit(const Params &p, const std::string &algorithm) {
@@ -446,12 +453,7 @@ const std::string &algorithm_limit(const Params &p, const std::string &algorithm
 }
 
 std::unique_ptr<System> make_ext_algorithm(const Params &p, const std::string &algorithm) {
-    return std::make_unique<PgSystem>(
-        "ext_" + algorithm, "rate_limit_request (" + algorithm + ")", p.conninfo, EXT_SQL,
-        [limit = algorithm_limit(p, algorithm)](pqxx::transaction_base &tx, const std::string &key) {
-            return tx.exec_prepared("q", key, limit);
-        },
-        first_is_true);
+    return make_ext_variant(p, algorithm, algorithm_limit(p, algorithm));
 }
 
 std::unique_ptr<System> make_seed_serializable(const Params &p) {

@@ -227,13 +227,7 @@ TEST(Gcra, ClockSteppedBackNeverAdmitsMoreThanTheTokenBucket) {
         long double gcra_admitted = 0;
         const long double slack = 2 * tolerance(l) + 1e-9 * (l.capacity + l.max_reserved);
         for (int i = 0; i < 2000; ++i) {
-            if (i > 0) {
-                if (random.Chance(0.15)) {
-                    now -= random.Int(0, 5 * std::max(mean_gap, l.period));  // the clock steps back
-                } else if (!random.Chance(0.3)) {
-                    now += random.Int(0, 2 * mean_gap);
-                }
-            }
+            if (i > 0) now = NextInstant(random, now, mean_gap, l.period);
             if (now < latest) ++behind;
             latest = std::max(latest, now);
             const bool reserve = l.max_reserved > 0 && random.Chance(0.3);

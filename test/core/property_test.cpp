@@ -148,13 +148,7 @@ TEST_P(AdmissionBound, WholeStreamWithClockSteppingBack) {
         Micros latest = first;
         long double admitted = 0;
         for (int i = 0; i < 2000; ++i) {
-            if (i > 0) {
-                if (random.Chance(0.15)) {
-                    now -= random.Int(0, 5 * std::max(mean_gap, l.period));  // the clock steps back
-                } else if (!random.Chance(0.3)) {
-                    now += random.Int(0, 2 * mean_gap);
-                }
-            }
+            if (i > 0) now = NextInstant(random, now, mean_gap, l.period);
             latest = std::max(latest, now);
             const bool reserve = l.max_reserved > 0 && random.Chance(0.3);
             const Outcome out = request(l, stored, now, unit_cost, reserve, s.origin);

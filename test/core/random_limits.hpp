@@ -28,6 +28,14 @@ class Random {
     std::mt19937_64 rng_;
 };
 
+// The clock of a request stream after `now`: 15% of the time it steps back (by up to five gaps or
+// periods), 30% it stays, else it moves on by up to two mean gaps.
+inline Micros NextInstant(Random &random, Micros now, Micros mean_gap, Micros period) {
+    if (random.Chance(0.15)) return now - random.Int(0, 5 * std::max(mean_gap, period));  // the clock steps back
+    if (!random.Chance(0.3)) return now + random.Int(0, 2 * mean_gap);
+    return now;
+}
+
 // A limit and the grid origin of the key under test (window_origin: 0 for algorithms without a grid).
 struct Keyed {
     Limit limit;
