@@ -3,6 +3,7 @@ EXTENSION = pg_ratelimit
 EXTVERSION = 0.1.0
 MODULE_big = pg_ratelimit
 OBJS = \
+	extension/core/calendar.o \
 	extension/core/decision.o \
 	extension/core/fixed_window.o \
 	extension/core/gcra.o \
@@ -34,7 +35,8 @@ OBJS = \
 	extension/settle.o \
 	extension/state_access.o \
 	extension/state_relations.o \
-	extension/table_checks.o
+	extension/table_checks.o \
+	extension/time_zones.o
 DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
 PGFILEDESC = "pg_ratelimit - transactional rate limiting"
 

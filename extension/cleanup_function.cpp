@@ -35,7 +35,8 @@ constexpr long CURSOR_BATCH = 1000;
 bool same_limit(const core::Limit &a, const core::Limit &b) {
     return a.algorithm == b.algorithm && a.rate == b.rate && a.period == b.period && a.capacity == b.capacity &&
            a.max_reserved == b.max_reserved && a.has_start == b.has_start && a.start == b.start &&
-           a.shards == b.shards && a.storage == b.storage && a.epoch == b.epoch;
+           a.shards == b.shards && a.storage == b.storage && a.epoch == b.epoch && a.calendar.unit == b.calendar.unit &&
+           a.calendar.count == b.calendar.count && a.calendar.zone == b.calendar.zone;
 }
 
 int64 delete_full_keys(const core::Limit &definition, Datum limit_name) {

@@ -12,7 +12,7 @@ struct Column {
 constexpr Column COLUMNS[] = {{"name", TEXTOID},         {"algorithm", TEXTOID},  {"rate", FLOAT8OID},
                               {"period", INTERVALOID},   {"capacity", FLOAT8OID}, {"max_reserved", FLOAT8OID},
                               {"start", TIMESTAMPTZOID}, {"shards", INT4OID},     {"storage", TEXTOID},
-                              {"epoch", INT8OID},        {"jitter", INTERVALOID}};
+                              {"epoch", INT8OID},        {"jitter", INTERVALOID}, {"time_zone", TEXTOID}};
 constexpr int COLUMN_COUNT = sizeof(COLUMNS) / sizeof(COLUMNS[0]);
 
 Oid cached_schema = InvalidOid;
@@ -38,7 +38,7 @@ void check(Relation config, Oid extension) {
     if (!shape)
         refuse_table(config,
                      "its columns are not (name, algorithm, rate, period, capacity, max_reserved, start, shards, "
-                     "storage, epoch, jitter)",
+                     "storage, epoch, jitter, time_zone)",
                      RESTORE_HINT);
     // The triggers are copied first: looking their functions up reads the catalogs, which can accept
     // invalidations and rebuild the relcache entry, freeing its trigger descriptor.

@@ -18,6 +18,7 @@
 #include "memory_state.hpp"
 #include "message_text.hpp"
 #include "state_relations.hpp"
+#include "time_zones.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -122,15 +123,18 @@ void rescale_table_keys(const CallContext &context, Datum name, const core::Limi
 }
 
 // rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start, shards, storage, jitter,
-//                   rescale)
+//                   rescale, time_zone)
 Datum define_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     text *name = limit_name_arg(fcinfo, 0);
     core::Limit limit;
     limit.rate = required_float8_arg(fcinfo, 1, "rate");
     if (PG_ARGISNULL(2)) ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("period must not be null")));
-    limit.period = period_micros(PG_GETARG_INTERVAL_P(2));
     limit.algorithm = algorithm_from_text(text_to_cstring(required_text_arg(fcinfo, 3, "algorithm")));
+    // A zone is stored in its own spelling ('europe/paris' as 'Europe/Paris'); NULL stays NULL.
+    const core::TimeZone *zone = nullptr;
+    if (!PG_ARGISNULL(11)) zone = time_zone_named(text_to_cstring(PG_GETARG_TEXT_PP(11)));
+    set_limit_period(&limit, PG_GETARG_INTERVAL_P(2), zone == nullptr ? nullptr : time_zone_name(*zone));
     limit.capacity = PG_ARGISNULL(4) ? limit.rate : PG_GETARG_FLOAT8(4);
     // Unlimited reservations by default; a sliding window takes none (its previous window's count must
     // stay within the capacity: sliding_window.cpp).
@@ -155,10 +159,9 @@ Datum define_body(FunctionCallInfo fcinfo) {
     // Lock the existing definition (if any): what its keys hold is carried over to the new one, or not.
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {PointerGetDatum(name)};
-    extension_sql_run(
-        "SELECT algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch, jitter"
-        " FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-        1, name_type, name_value, nullptr, false, SPI_OK_SELECT);
+    extension_sql_run("SELECT " LIMIT_COLUMNS
+                      " FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+                      1, name_type, name_value, nullptr, false, SPI_OK_SELECT);
     const bool existed = SPI_processed == 1;
     // A row with a NULL where a value belongs (after a DBA's ALTER TABLE) is replaced: its keys start afresh.
     const bool old_complete = existed && limit_row_complete(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
@@ -177,8 +180,8 @@ Datum define_body(FunctionCallInfo fcinfo) {
     // One spelling per meaning: unlimited reservations are stored as NULL (never 'Infinity'), none as 0
     // (never -0).
     const bool unlimited = std::isinf(limit.max_reserved);
-    Oid types[] = {TEXTOID,        TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID,  FLOAT8OID,
-                   TIMESTAMPTZOID, INT4OID, TEXTOID,   INT8OID,     INTERVALOID};
+    Oid types[] = {TEXTOID,        TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID,   FLOAT8OID,
+                   TIMESTAMPTZOID, INT4OID, TEXTOID,   INT8OID,     INTERVALOID, TEXTOID};
     Datum values[] = {PointerGetDatum(name),
                       CStringGetTextDatum(algorithm_name(limit.algorithm)),
                       Float8GetDatum(limit.rate),
@@ -189,18 +192,31 @@ Datum define_body(FunctionCallInfo fcinfo) {
                       Int32GetDatum(limit.shards),
                       CStringGetTextDatum(storage_name(limit.storage)),
                       Int64GetDatum(epoch),
-                      PG_ARGISNULL(9) ? IntervalPGetDatum(interval_from_micros(0)) : PG_GETARG_DATUM(9)};
-    const char nulls[] = {' ', ' ', ' ', ' ', ' ', unlimited ? 'n' : ' ', PG_ARGISNULL(6) ? 'n' : ' ',
-                          ' ', ' ', ' ', ' '};
+                      PG_ARGISNULL(9) ? IntervalPGetDatum(interval_from_micros(0)) : PG_GETARG_DATUM(9),
+                      zone == nullptr ? 0 : CStringGetTextDatum(time_zone_name(*zone))};
+    const char nulls[] = {' ',
+                          ' ',
+                          ' ',
+                          ' ',
+                          ' ',
+                          unlimited ? 'n' : ' ',
+                          PG_ARGISNULL(6) ? 'n' : ' ',
+                          ' ',
+                          ' ',
+                          ' ',
+                          ' ',
+                          zone == nullptr ? 'n' : ' '};
     // The row trigger turns an insert of 'default' over the shipped row into an update of that row; ON
     // CONFLICT covers a redefinition and a concurrent first definition of the same name.
     extension_sql_run(
         "INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, max_reserved, start, shards, storage,"
-        " epoch, jitter) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (name) DO UPDATE SET"
+        " epoch, jitter, time_zone) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        " ON CONFLICT (name) DO UPDATE SET"
         " algorithm = EXCLUDED.algorithm, rate = EXCLUDED.rate, period = EXCLUDED.period,"
         " capacity = EXCLUDED.capacity, max_reserved = EXCLUDED.max_reserved, start = EXCLUDED.start,"
-        " shards = EXCLUDED.shards, storage = EXCLUDED.storage, epoch = EXCLUDED.epoch, jitter = EXCLUDED.jitter",
-        11, types, values, nulls, false, SPI_OK_INSERT);
+        " shards = EXCLUDED.shards, storage = EXCLUDED.storage, epoch = EXCLUDED.epoch, jitter = EXCLUDED.jitter,"
+        " time_zone = EXCLUDED.time_zone",
+        12, types, values, nulls, false, SPI_OK_INSERT);
     if (existed && fresh) {
         delete_all_keys(context, PointerGetDatum(name));
     } else if (existed && core::rescale_rewrites(old, limit, rule)) {

@@ -23,8 +23,7 @@ struct StatementText {
 
 // Indexed by Statement.
 constexpr StatementText TEXTS[] = {
-    {"SELECT algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch, jitter"
-     " FROM ONLY rate_limit_config"
+    {"SELECT " LIMIT_COLUMNS " FROM ONLY rate_limit_config"
      " WHERE name OPERATOR(pg_catalog.=) $1",
      1,
      {TEXTOID}},

@@ -49,8 +49,12 @@ const char *state_table_name(StateTable table);
 // The statements the extension keeps prepared for the life of the backend (prepared on first use,
 // between extension_sql_begin and _end), those on key state once per state table. They hold no schema: a
 // plan made for one schema is replanned automatically if the extension is re-created in another one.
+// The columns of rate_limit_config that make a limit, in the order limit_from_row reads them.
+#define LIMIT_COLUMNS \
+    "algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch, jitter, time_zone"
+
 enum class Statement {
-    select_limit,        // $1 name -> algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch
+    select_limit,        // $1 name -> LIMIT_COLUMNS
     insert_state,        // $1 limit_name, $2 key, $3 shard, $4 value, $5 ts; does nothing if the row exists
     delete_state,        // $1 limit_name, $2 key: every shard
     delete_limit_state,  // $1 limit_name: every key

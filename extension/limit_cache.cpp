@@ -5,10 +5,12 @@
 #include <limits>
 
 #include "config_relation.hpp"
+#include "core/calendar.hpp"
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
 #include "message_text.hpp"
 #include "state_access.hpp"
+#include "time_zones.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -71,7 +73,7 @@ bool limit_row_complete(HeapTuple row, TupleDesc desc) {
 }
 
 core::Limit limit_from_row(HeapTuple row, TupleDesc desc) {
-    // Columns 1-10 as select_limit reads them. The table declares them NOT NULL (but max_reserved and
+    // LIMIT_COLUMNS, as select_limit reads them. The table declares them NOT NULL (but max_reserved and
     // start); a DBA can drop that, and a NULL is then an error here, never a NULL pointer read.
     const auto column = [&](int number, const char *name, bool nullable, bool *isnull) {
         const Datum value = SPI_getbinval(row, desc, number, isnull);
@@ -85,7 +87,7 @@ core::Limit limit_from_row(HeapTuple row, TupleDesc desc) {
     bool isnull = false;
     limit.algorithm = algorithm_from_text(TextDatumGetCString(column(1, "algorithm", false, &isnull)));
     limit.rate = DatumGetFloat8(column(2, "rate", false, &isnull));
-    limit.period = period_micros(DatumGetIntervalP(column(3, "period", false, &isnull)));
+    const Interval *period = DatumGetIntervalP(column(3, "period", false, &isnull));
     limit.capacity = DatumGetFloat8(column(4, "capacity", false, &isnull));
     const Datum max_reserved = column(5, "max_reserved", true, &isnull);
     limit.max_reserved = isnull ? std::numeric_limits<double>::infinity() : DatumGetFloat8(max_reserved);
@@ -96,6 +98,8 @@ core::Limit limit_from_row(HeapTuple row, TupleDesc desc) {
     limit.storage = storage_from_text(TextDatumGetCString(column(8, "storage", false, &isnull)));
     limit.epoch = static_cast<uint64>(DatumGetInt64(column(9, "epoch", false, &isnull)));
     limit.jitter = jitter_micros(DatumGetIntervalP(column(10, "jitter", false, &isnull)));
+    const Datum time_zone = column(11, "time_zone", true, &isnull);
+    set_limit_period(&limit, period, isnull ? nullptr : TextDatumGetCString(time_zone));
     return limit;
 }
 
@@ -186,11 +190,7 @@ core::Micros jitter_micros(const Interval *jitter) {
 }
 
 core::Micros period_micros(const Interval *period) {
-    if (period->month != 0)
-        ereport(ERROR,
-                (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("rate limit period must not contain months or years"),
-                 errdetail("Months and years have no fixed length."),
-                 errhint("Use days, for example '30 days' or '365 days'.")));
+    Assert(period->month == 0);  // set_limit_period makes a calendar of months
     // A period beyond MAX_PERIOD is rejected by require_valid_limit; clamp so the sum cannot overflow.
     const double micros = static_cast<double>(period->day) * USECS_PER_DAY + static_cast<double>(period->time);
     if (micros > static_cast<double>(core::MAX_PERIOD)) return core::MAX_PERIOD + 1;
@@ -265,6 +265,27 @@ void require_valid_limit(const core::Limit &limit) {
                                "least %s.",
                                limit.shards, number_text(limit.rate / limit.shards),
                                number_text(limit.capacity / limit.shards), number_text(core::MIN_UNITS))));
+            break;
+        case core::LimitProblem::calendar_algorithm:
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("calendar periods apply only to the fixed_window algorithm"),
+                            errdetail(limit.calendar.unit == core::CalendarUnit::month
+                                          ? "A period of months or years has no fixed length."
+                                          : "A time_zone makes a period of calendar days or weeks."),
+                            errhint("Use algorithm => 'fixed_window' for calendar windows, or a period in days "
+                                    "or hours without time_zone.")));
+            break;
+        case core::LimitProblem::calendar_start:
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("start cannot be combined with a calendar period"),
+                            errdetail("Calendar windows open at local midnight of the first day of each period."),
+                            errhint("Omit start, or omit time_zone and use a period of days or hours.")));
+            break;
+        case core::LimitProblem::calendar_count:
+            ereport(ERROR,
+                    (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("a calendar period must be at most 100 years"),
+                     errdetail("The allowed range is up to %d months, %d weeks or %d days.", core::MAX_CALENDAR_MONTHS,
+                               core::MAX_CALENDAR_WEEKS, core::MAX_CALENDAR_DAYS)));
             break;
         case core::LimitProblem::start_out_of_range:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("start is out of range"),

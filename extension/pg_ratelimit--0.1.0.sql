@@ -15,8 +15,7 @@ CREATE TABLE @extschema@.rate_limit_config (
     name         text COLLATE "C" PRIMARY KEY CHECK (name <> '' AND octet_length(name) <= 128),
     algorithm    text NOT NULL CHECK (algorithm IN ('token_bucket', 'gcra', 'fixed_window', 'sliding_window')),
     rate         float8 NOT NULL CHECK (rate >= 1e-9 AND rate <= 1e12),
-    period       interval NOT NULL CHECK (period > interval '0' AND date_part('month', period) = 0
-                                          AND date_part('year', period) = 0),
+    period       interval NOT NULL CHECK (period > interval '0'),
     capacity     float8 NOT NULL CHECK (capacity >= 1e-9 AND capacity <= 1e12),
     max_reserved float8 CHECK (max_reserved >= 0 AND (max_reserved <= 1e12 OR max_reserved = 'Infinity')),
                                                                                -- NULL: unlimited
@@ -31,6 +30,10 @@ CREATE TABLE @extschema@.rate_limit_config (
                                                       AND date_part('month', jitter) = 0
                                                       AND date_part('year', jitter) = 0),
                                                    -- denied calls' retry_after spread by up to this much
+    time_zone    text CHECK (time_zone <> ''),     -- fixed windows: calendar days, weeks or months there
+    -- Months (calendar windows, in UTC without a time_zone) and time zones are for fixed windows only.
+    CHECK (algorithm = 'fixed_window'
+           OR (time_zone IS NULL AND date_part('month', period) = 0 AND date_part('year', period) = 0)),
     -- A sliding window's capacity is its rate, it takes no reservations, and it needs 1 ms windows or longer.
     CHECK (algorithm <> 'sliding_window'
            OR (capacity = rate AND max_reserved IS NOT NULL AND max_reserved = 0
@@ -139,9 +142,9 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     name text, rate float8, period interval, algorithm text DEFAULT 'token_bucket',
     capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL, start timestamptz DEFAULT NULL,
     shards integer DEFAULT 1, storage text DEFAULT 'durable', jitter interval DEFAULT NULL,
-    rescale text DEFAULT 'proportional')
+    rescale text DEFAULT 'proportional', time_zone text DEFAULT NULL)
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_define' LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz, integer, text, interval, text) IS
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz, integer, text, interval, text, text) IS
     'creates or updates a named limit; its keys keep the same share of their capacity (rescale => proportional, as_is or reset), and start afresh when the algorithm (except token_bucket <-> gcra), the number of shards or the storage changes';
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)

@@ -108,7 +108,8 @@ Micros window_origin(const Limit &limit, std::uint64_t key_hash) noexcept {
 }
 
 Micros key_origin(const Limit &limit, const char *key, std::size_t size) noexcept {
-    const bool keyed = uses_window_grid(limit.algorithm) && !limit.has_start;
+    const bool keyed =
+        uses_window_grid(limit.algorithm) && !limit.has_start && limit.calendar.unit == CalendarUnit::none;
     return window_origin(limit, keyed ? key_hash(key, size) : 0);
 }
 

@@ -41,6 +41,26 @@ inline constexpr Micros MIN_SLIDING_PERIOD = 1000;
 // The widest jitter: one day.
 inline constexpr Micros MAX_JITTER = Micros{86400} * 1000000;
 
+// A time zone as the glue supplies it (core/calendar.hpp). Neither function may fail: outside the zone database's range
+// they answer as UTC.
+struct TimeZone {
+    // The zone's offset from UTC at a UTC instant (local time - UTC), in microseconds.
+    Micros (*offset_at)(const TimeZone &zone, Micros utc) noexcept;
+    // The UTC instant of a local time (see the header comment for times a transition skips or repeats).
+    Micros (*utc_of_local)(const TimeZone &zone, Micros local) noexcept;
+    const void *data;  // the glue's zone
+};
+
+enum class CalendarUnit : std::uint8_t { none, day, week, month };
+
+// A fixed window's calendar (core/calendar.hpp): windows of `count` units opening at local midnight in
+// `zone`; unit none: the plain grid of Limit::period.
+struct Calendar {
+    CalendarUnit unit = CalendarUnit::none;
+    std::int32_t count = 0;
+    const TimeZone *zone = nullptr;
+};
+
 struct Limit {
     Algorithm algorithm = Algorithm::token_bucket;
     double rate = 0;          // units added per period
@@ -60,6 +80,9 @@ struct Limit {
     std::uint64_t epoch = 0;
     // Denied calls' retry_after is spread by a random 0..jitter microseconds (algorithms.hpp: jittered).
     Micros jitter = 0;
+    // Fixed windows only: calendar days, weeks or months in a time zone instead of the period's grid;
+    // period then holds the nominal length (calendar_nominal_period), used only to bound it.
+    Calendar calendar{};
 };
 
 // The two numbers stored per (limit, key). value may be negative (debt from reservations).

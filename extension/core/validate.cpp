@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/algorithms.hpp"
+#include "core/calendar.hpp"
 #include "core/shards.hpp"
 
 namespace pg_ratelimit::core {
@@ -19,6 +20,15 @@ LimitProblem validate_limit(const Limit &limit) noexcept {
         if (limit.capacity != limit.rate) return LimitProblem::sliding_capacity;
         if (limit.max_reserved != 0) return LimitProblem::sliding_reservations;
         if (limit.period < MIN_SLIDING_PERIOD) return LimitProblem::sliding_period;
+    }
+    if (const Calendar &calendar = limit.calendar; calendar.unit != CalendarUnit::none) {
+        if (limit.algorithm != Algorithm::fixed_window) return LimitProblem::calendar_algorithm;
+        if (limit.has_start) return LimitProblem::calendar_start;
+        const std::int32_t most = calendar.unit == CalendarUnit::month  ? MAX_CALENDAR_MONTHS
+                                  : calendar.unit == CalendarUnit::week ? MAX_CALENDAR_WEEKS
+                                                                        : MAX_CALENDAR_DAYS;
+        if (calendar.count < 1 || calendar.count > most || calendar.zone == nullptr)
+            return LimitProblem::calendar_count;
     }
     if (limit.has_start) {
         if (!uses_window_grid(limit.algorithm)) return LimitProblem::start_needs_window;

@@ -21,6 +21,9 @@ enum class LimitProblem : std::uint8_t {
     start_out_of_range,    // further than MAX_START_OFFSET from 2000-01-01
     shards,                // outside [1, MAX_SHARDS]
     shards_too_small,      // rate / shards or capacity / shards below MIN_UNITS
+    calendar_algorithm,    // a calendar period for an algorithm other than the fixed window
+    calendar_start,        // a calendar period with a start (calendar windows open at local midnight)
+    calendar_count,        // a calendar period of no units, or longer than 100 years, or without a zone
 };
 
 enum class CostProblem : std::uint8_t {
