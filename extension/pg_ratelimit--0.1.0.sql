@@ -32,8 +32,9 @@ CREATE TABLE @extschema@.rate_limit_config (
                                                    -- denied calls' retry_after spread by up to this much
     time_zone    text CHECK (time_zone <> ''),     -- fixed windows: calendar days, weeks or months there
     -- Months (calendar windows, in UTC without a time_zone) and time zones are for fixed windows only.
-    CHECK (algorithm = 'fixed_window'
-           OR (time_zone IS NULL AND date_part('month', period) = 0 AND date_part('year', period) = 0)),
+    CONSTRAINT rate_limit_config_calendar_check
+        CHECK (algorithm = 'fixed_window'
+               OR (time_zone IS NULL AND date_part('month', period) = 0 AND date_part('year', period) = 0)),
     -- A sliding window's capacity is its rate, it takes no reservations, and it needs 1 ms windows or longer.
     CHECK (algorithm <> 'sliding_window'
            OR (capacity = rate AND max_reserved IS NOT NULL AND max_reserved = 0

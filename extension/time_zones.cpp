@@ -69,6 +69,13 @@ void set_limit_period(core::Limit *limit, const Interval *period, const char *ti
         limit->period = period_micros(period);
         return;
     }
+    if (limit->algorithm != core::Algorithm::fixed_window) {
+        // Left for require_valid_limit to refuse: calendars are for fixed windows only.
+        limit->calendar.unit = period->month != 0 ? core::CalendarUnit::month : core::CalendarUnit::day;
+        limit->calendar.count = 1;
+        limit->period = core::calendar_nominal_period(limit->calendar.unit, 1);
+        return;
+    }
     if (period->month < 0 || period->day < 0 || period->time < 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("a calendar period must be positive")));
     const bool whole = period->month > 0 ? period->day == 0 && period->time == 0 : period->time == 0 && period->day > 0;

@@ -16,6 +16,8 @@ const char *time_zone_name(const core::TimeZone &zone);
 // Sets limit->period and limit->calendar from a period and a time_zone (nullptr: none). A calendar when
 // a zone is given or the period has months: then the period must be whole months, whole weeks or whole
 // days (ERROR 22023 otherwise), and the zone defaults to UTC. Otherwise the plain grid of the period.
+// limit->algorithm must be set: for another algorithm than the fixed window, a calendar is only marked,
+// for require_valid_limit to refuse.
 void set_limit_period(core::Limit *limit, const Interval *period, const char *time_zone);
 
 }  // namespace pg_ratelimit

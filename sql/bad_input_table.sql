@@ -42,9 +42,9 @@ $$;
 -- Every row of both tables as one line, for showing what a valid call changed.
 CREATE FUNCTION pg_temp.table_lines() RETURNS text[] LANGUAGE sql AS $$
     SELECT array(
-        SELECT format('limit %s(%s %s/%s cap %s res %s start %s shards %s %s jitter %s)', pg_temp.shown(name),
-                      algorithm, rate, period, capacity, coalesce(max_reserved::text, '-'), coalesce(start::text, '-'),
-                      shards, storage, jitter)
+        SELECT format('limit %s(%s %s/%s cap %s res %s start %s shards %s %s jitter %s tz %s)',
+                      pg_temp.shown(name), algorithm, rate, period, capacity, coalesce(max_reserved::text, '-'),
+                      coalesce(start::text, '-'), shards, storage, jitter, coalesce(time_zone, '-'))
           FROM rate_limit_config
         UNION ALL
         SELECT format('key %s/%s=%s@%s', pg_temp.shown(limit_name), pg_temp.shown(key), value, ts)
@@ -116,7 +116,8 @@ LANGUAGE sql AS $$
                                     float8send(c.rate), interval_send(c.period), float8send(c.capacity),
                                     coalesce(float8send(c.max_reserved)::text, 'null'),
                                     coalesce(timestamptz_send(c.start)::text, 'null'), int4send(c.shards),
-                                    textsend(c.storage), int8send(c.epoch), interval_send(c.jitter)), '|'
+                                    textsend(c.storage), int8send(c.epoch), interval_send(c.jitter),
+                                    coalesce(textsend(c.time_zone)::text, 'null')), '|'
                           ORDER BY c.name))
       FROM rate_limit_config c
     UNION ALL
@@ -180,6 +181,7 @@ INSERT INTO arguments VALUES
     ('rate_limit_define', 9, 'storage', 'storage', $$'durable'$$),
     ('rate_limit_define', 10, 'jitter', 'interval', 'NULL'),
     ('rate_limit_define', 11, 'rescale', 'rescale', $$'proportional'$$),
+    ('rate_limit_define', 12, 'time_zone', 'zone', 'NULL'),
     ('rate_limit_drop', 1, 'name', 'name', $$'fw'$$),
     ('rate_limit_cleanup', 1, 'limit_name', 'name', $$'tb'$$);
 
@@ -295,6 +297,15 @@ INSERT INTO argument_values (kind, n, label, expr) VALUES
     ('storage', 4, 'memory', $$'memory'$$),
     ('storage', 5, 'Memory', $$'Memory'$$),
     ('storage', 6, 'tape', $$'tape'$$),
+    ('zone', 1, 'NULL', 'NULL'),
+    ('zone', 2, 'UTC', $$'UTC'$$),
+    ('zone', 3, 'europe/paris', $$'europe/paris'$$),
+    ('zone', 4, 'empty', $$''$$),
+    ('zone', 5, 'Mars/Olympus_Mons', $$'Mars/Olympus_Mons'$$),
+    ('zone', 6, 'right/UTC (leap seconds)', $$'right/UTC'$$),
+    ('zone', 7, '../../etc/passwd', $$'../../etc/passwd'$$),
+    ('zone', 8, '1000 bytes', $$repeat('z', 1000)$$),
+    ('zone', 9, 'control byte', $$E'UTC\x01'$$),
     ('rescale', 1, 'NULL', 'NULL'),
     ('rescale', 2, 'proportional', $$'proportional'$$),
     ('rescale', 3, 'as_is', $$'as_is'$$),
@@ -371,6 +382,20 @@ INSERT INTO cases (fn, arg, label, statement) VALUES
      $$SELECT rate_limit_define('new_limit', 10, '1 minute', jitter => '1 day')::text$$),
     ('rate_limit_define', 'jitter', '1 day 1 us',
      $$SELECT rate_limit_define('new_limit', 10, '1 minute', jitter => '1 day 00:00:00.000001')::text$$),
+    ('rate_limit_define', 'time_zone', 'fixed window, 1 month in Europe/Paris',
+     $$SELECT rate_limit_define('new_limit', 10, '1 month', 'fixed_window', time_zone => 'europe/paris')::text$$),
+    ('rate_limit_define', 'time_zone', 'fixed window, 1 month, no zone (UTC)',
+     $$SELECT rate_limit_define('new_limit', 10, '1 month', 'fixed_window')::text$$),
+    ('rate_limit_define', 'time_zone', 'fixed window, 2 weeks in UTC',
+     $$SELECT rate_limit_define('new_limit', 10, '2 weeks', 'fixed_window', time_zone => 'UTC')::text$$),
+    ('rate_limit_define', 'time_zone', 'fixed window, 1 day 1 hour in UTC',
+     $$SELECT rate_limit_define('new_limit', 10, '1 day 1 hour', 'fixed_window', time_zone => 'UTC')::text$$),
+    ('rate_limit_define', 'time_zone', 'fixed window, 1200 months (max)',
+     $$SELECT rate_limit_define('new_limit', 10, '1200 months', 'fixed_window')::text$$),
+    ('rate_limit_define', 'time_zone', 'fixed window, 1201 months',
+     $$SELECT rate_limit_define('new_limit', 10, '1201 months', 'fixed_window')::text$$),
+    ('rate_limit_define', 'time_zone', 'fw: a start and a zone',
+     $$SELECT rate_limit_define('fw', 5, '1 day', 'fixed_window', start => '2026-01-01', time_zone => 'UTC')::text$$),
     ('rate_limit_define', 'capacity', 'below the cost already held',
      $$SELECT rate_limit_define('tb', 10, '1 minute', 'token_bucket', 1, 5, NULL)::text$$),
     ('rate_limit_define', 'algorithm', 'tb becomes a fixed window',
