@@ -3,7 +3,8 @@
 # of a shared machine cannot move, for judging a change to the extension before a timed run.
 #   bench/instructions.sh [--no-install] [--fillfactor N] [SCRIPT[:PATH]...]
 #     SCRIPT: names from bench/pgbench/ (default: all of them), e.g. ext seed update, or
-#             `ext ext_gcra ext_fixed_window ext_sliding_window` for the algorithms beside the token bucket
+#             `ext ext_gcra ext_fixed_window ext_sliding_window ext_calendar_month` for the algorithms beside
+#             the token bucket
 #     :PATH   run the script with pg_ratelimit.access_path = PATH (direct, sql or auto) on its connection,
 #             e.g. `ext ext:sql seed` counts the direct path, the SQL path and the seed in one run
 #     --fillfactor N   rewrite rate_limit_state with this fillfactor first (ALTER TABLE + VACUUM FULL)
@@ -45,7 +46,9 @@ cmake --build "$ROOT/build-bench" --target pg_ratelimit_bench -j2 >/dev/null
 # them runs: load with the systems of the scripts that call such a limit, so that they too update rows.
 load_systems=select1
 for arg in "${scripts[@]}"; do
-    case "${arg%%:*}" in ext_gcra|ext_fixed_window|ext_sliding_window) load_systems+=",${arg%%:*}" ;; esac
+    case "${arg%%:*}" in
+        ext_gcra | ext_fixed_window | ext_sliding_window | ext_calendar_month) load_systems+=",${arg%%:*}" ;;
+    esac
 done
 
 start_cluster

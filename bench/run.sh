@@ -19,7 +19,8 @@
 #                               2 clients, uniform keys) with SELECT 1 and rate_limit_request on the token
 #                               bucket ('bench') and on limits of the same generosity with algorithm => 'gcra',
 #                               'fixed_window' and 'sliding_window' (ext_gcra, ext_fixed_window,
-#                               ext_sliding_window). Full protocol; no Redis.
+#                               ext_sliding_window), and a fixed window of calendar months in Europe/Paris
+#                               (ext_calendar_month). Full protocol; no Redis.
 # Installs missing Debian packages, builds and installs the extension, builds the harness (CMake),
 # starts a throwaway PostgreSQL 15 and a throwaway Redis (none for --shards-and-paths and --algorithms),
 # measures, stops both, and writes
@@ -59,7 +60,7 @@ while [ $# -gt 0 ]; do
             mode=algorithms redis=0
             # shellcheck disable=SC2054  # the commas are the harness's list syntax
             harness_args+=(--sync off --clients 2 --keys-dist uniform
-                           --systems 'select1,ext,ext_gcra,ext_fixed_window,ext_sliding_window'
+                           --systems 'select1,ext,ext_gcra,ext_fixed_window,ext_sliding_window,ext_calendar_month'
                            --no-extra-cell --serializable-clients 0) ;;
         --keys) keys=$2; harness_args+=("$1" "$2"); shift ;;
         --no-install) install=0 ;;

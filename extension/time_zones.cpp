@@ -55,7 +55,12 @@ const core::TimeZone *time_zone_named(const char *name) {
     }
     bool found = false;
     auto *entry = static_cast<ZoneEntry *>(hash_search(zones, &tz, HASH_ENTER, &found));
-    if (!found) entry->zone = {offset_at, utc_of_local, tz};
+    if (!found) {
+        memset(&entry->zone, 0, sizeof(entry->zone));
+        entry->zone.offset_at = offset_at;
+        entry->zone.utc_of_local = utc_of_local;
+        entry->zone.data = tz;
+    }
     return &entry->zone;
 }
 

@@ -7,7 +7,7 @@ DROP FUNCTION IF EXISTS rate_limiting_token_bucket_request(text, int, int);
 DROP TABLE IF EXISTS rate_limiting_token_bucket;
 SELECT rate_limit_drop(name) FROM rate_limit_config
  WHERE name IN ('bench', 'bench_deny', 'bench_shards4', 'bench_shards16', 'bench_unlogged', 'bench_memory',
-                'bench_gcra', 'bench_fixed_window', 'bench_sliding_window');
+                'bench_gcra', 'bench_fixed_window', 'bench_sliding_window', 'bench_calendar_month');
 
 -- The floor for a durable per-key write: one plain UPDATE of one indexed row. The reference tables use
 -- what the extension's state table uses ("C" collation, fillfactor 80 for HOT updates), so that they
@@ -56,3 +56,6 @@ $$;
 SELECT rate_limit_define('bench_gcra', rate => 1e9, period => '1 second', algorithm => 'gcra');
 SELECT rate_limit_define('bench_fixed_window', rate => 1e9, period => '1 second', algorithm => 'fixed_window');
 SELECT rate_limit_define('bench_sliding_window', rate => 1e9, period => '1 second', algorithm => 'sliding_window');
+-- A calendar quota: a fixed window of calendar months in a time zone with daylight saving.
+SELECT rate_limit_define('bench_calendar_month', rate => 1e12, period => '1 month', algorithm => 'fixed_window',
+                         time_zone => 'Europe/Paris');

@@ -31,8 +31,10 @@ inline const char *dist_name(Dist d) {
 }
 
 // The algorithms measured beside the token bucket (the limit of the system "ext"), as rate_limit_define
-// names them; the system of each is "ext_" + its name.
-inline constexpr std::array<const char *, 3> OTHER_ALGORITHMS{"gcra", "fixed_window", "sliding_window"};
+// names them, and calendar_month (a fixed window of calendar months in Europe/Paris); the system of each
+// is "ext_" + its name.
+inline constexpr std::array<const char *, 4> OTHER_ALGORITHMS{"gcra", "fixed_window", "sliding_window",
+                                                              "calendar_month"};
 
 // One configuration cell: every system in it is measured under the same conditions, in rotating
 // order, several rounds, so that drift of a noisy machine hits all of them alike.

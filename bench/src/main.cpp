@@ -88,6 +88,7 @@ struct Options {
                           'unlogged' and 'memory'; memory needs shared_preload_libraries = 'pg_ratelimit')
                           and ext_gcra, ext_fixed_window, ext_sliding_window (ext is the token bucket: the
                           same statement on limits with algorithm => 'gcra', 'fixed_window', 'sliding_window')
+                          and ext_calendar_month (a fixed window of calendar months in Europe/Paris)
                           and many_durable, many_unlogged, many_memory (rate_limit_request_many, --batch
                           keys per call, in a cell of their own per synchronous_commit setting: uniform
                           keys, --batch-clients clients, with the run's single-call systems beside them)
@@ -139,7 +140,8 @@ int to_int(const std::string &s, const char *what) {
     return static_cast<int>(v);
 }
 
-// ext_gcra, ext_fixed_window, ext_sliding_window: rate_limit_request on the limit of another algorithm.
+// ext_gcra, ext_fixed_window, ext_sliding_window, ext_calendar_month: rate_limit_request on the limit of
+// another algorithm (or a calendar).
 bool is_algorithm_system(const std::string &id) {
     return std::any_of(OTHER_ALGORITHMS.begin(), OTHER_ALGORITHMS.end(),
                        [&](const char *algorithm) { return id == std::string("ext_") + algorithm; });

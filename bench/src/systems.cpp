@@ -449,6 +449,7 @@ const std::string &algorithm_limit(const Params &p, const std::string &algorithm
     if (algorithm == "gcra") return p.gcra_limit;
     if (algorithm == "fixed_window") return p.fixed_window_limit;
     if (algorithm == "sliding_window") return p.sliding_window_limit;
+    if (algorithm == "calendar_month") return p.calendar_month_limit;
     throw std::invalid_argument("unknown algorithm " + algorithm);
 }
 

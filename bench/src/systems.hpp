@@ -28,6 +28,7 @@ struct Params {
     std::string gcra_limit = "bench_gcra";
     std::string fixed_window_limit = "bench_fixed_window";
     std::string sliding_window_limit = "bench_sliding_window";
+    std::string calendar_month_limit = "bench_calendar_month";
     int batch = 1000;  // keys per rate_limit_request_many call
     // The client library's retry policy for the SERIALIZABLE scenario; 0 keeps the library's default.
     int retry_max_attempts = 0;
@@ -55,9 +56,10 @@ std::unique_ptr<System> make_ext_many(const Params &p, const std::string &storag
 // The limit a storage mode's systems use: p.limit, p.unlogged_limit or p.memory_limit.
 const std::string &storage_limit(const Params &p, const std::string &storage);
 // rate_limit_request, the statement of make_ext, on the limit of `algorithm` (one of OTHER_ALGORITHMS;
-// ids ext_gcra, ext_fixed_window, ext_sliding_window).
+// ids ext_gcra, ext_fixed_window, ext_sliding_window, ext_calendar_month).
 std::unique_ptr<System> make_ext_algorithm(const Params &p, const std::string &algorithm);
-// The limit an algorithm's system uses: p.gcra_limit, p.fixed_window_limit or p.sliding_window_limit.
+// The limit an algorithm's system uses: p.gcra_limit, p.fixed_window_limit, p.sliding_window_limit or
+// p.calendar_month_limit.
 const std::string &algorithm_limit(const Params &p, const std::string &algorithm);
 std::unique_ptr<System> make_ext_record(const Params &p);  // optional: SELECT rate_limit_request(...)
 std::unique_ptr<System> make_seed_serializable(const Params &p);

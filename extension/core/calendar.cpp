@@ -2,6 +2,7 @@
 #include "core/calendar.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 
 #include "core/refill.hpp"  // saturating_add
@@ -101,14 +102,31 @@ Micros calendar_start(const Calendar &calendar, CalendarIndex index) noexcept {
 }
 
 CalendarIndex calendar_index(const Calendar &calendar, Micros t) noexcept {
-    const Micros local = saturating_add(t, calendar.zone->offset_at(*calendar.zone, t));
+    const TimeZone &zone = *calendar.zone;
+    const auto unit = static_cast<std::uint8_t>(calendar.unit);
+    for (const TimeZone::Window &window : zone.recent)
+        if (window.unit == unit && window.count == calendar.count && window.opens <= t && t < window.closes)
+            return window.index;
+    const Micros local = saturating_add(t, zone.offset_at(zone, t));
     CalendarIndex index = floor_div<CalendarIndex>(local_unit(calendar.unit, local), calendar.count);
     // The wall clock at t names the window, except within a transition of the window's opening midnight
     // (a fall-back to the previous day, a skipped midnight): the openings themselves decide there.
-    if (t < calendar_start(calendar, index))
+    Micros opens = calendar_start(calendar, index);
+    Micros closes = 0;
+    if (t < opens) {
         --index;
-    else if (t >= calendar_start(calendar, index + 1))
-        ++index;
+        closes = opens;
+        opens = calendar_start(calendar, index);
+    } else {
+        closes = calendar_start(calendar, index + 1);
+        if (t >= closes) {
+            ++index;
+            opens = closes;
+            closes = calendar_start(calendar, index + 1);
+        }
+    }
+    zone.recent[zone.next_recent++ % std::size(zone.recent)] = {unit, calendar.count, static_cast<std::int64_t>(index),
+                                                                opens, closes};
     return index;
 }
 

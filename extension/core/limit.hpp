@@ -49,6 +49,18 @@ struct TimeZone {
     // The UTC instant of a local time (see the header comment for times a transition skips or repeats).
     Micros (*utc_of_local)(const TimeZone &zone, Micros local) noexcept;
     const void *data;  // the glue's zone
+    // The last windows found in this zone (calendar.cpp): most calls fall in the window of the previous
+    // one, and a window's openings cost several zone lookups. Written through const: the zone is the
+    // backend's own, never shared between threads.
+    struct Window {
+        std::uint8_t unit;  // CalendarUnit; 0 (none): an empty slot
+        std::int32_t count;
+        std::int64_t index;  // (calendar indexes are day counts or less: int64, 8-byte aligned)
+        Micros opens;
+        Micros closes;
+    };
+    mutable Window recent[4];
+    mutable unsigned next_recent;
 };
 
 enum class CalendarUnit : std::uint8_t { none, day, week, month };
