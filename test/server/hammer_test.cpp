@@ -44,12 +44,13 @@ struct Scenario {
     bool warm_key;                    // the key's row exists before the hammer starts (else: new-key race)
     int shards = 1;                   // hot-key shards (core/shards.hpp): the allowance split over that many rows
     std::string storage = "durable";  // durable, unlogged or memory (extension/memory_state.hpp)
+    bool calendar = false;            // fixed windows: a calendar window of 100 years in Europe/Paris
 };
 
 std::string describe(const Scenario &s) {
     return level_name(s.level) + "_" + s.algorithm + (s.cost == 1 ? "" : "_fractional") +
            (s.warm_key ? "_warm" : "_new_key") + (s.shards == 1 ? "" : "_" + std::to_string(s.shards) + "_shards") +
-           (s.storage == "durable" ? "" : "_" + s.storage);
+           (s.storage == "durable" ? "" : "_" + s.storage) + (s.calendar ? "_calendar" : "");
 }
 
 std::string scenario_name(const testing::TestParamInfo<Scenario> &info) { return describe(info.param); }
@@ -111,10 +112,12 @@ TEST_P(Hammer, AdmitsExactlyTheAllowance) {
         pqxx::connection admin{""};
         pqxx::work tx{admin};
         tx.exec("CREATE EXTENSION IF NOT EXISTS pg_ratelimit");
+        // No window opens during the test: 1,000 days, or the calendar window of 2000-2099.
         tx.exec_params(
-            "SELECT rate_limit_define($1, rate => $2, period => '1000 days', algorithm => $3, shards => $4, storage => "
-            "$5)",
-            limit, s.allowance, s.algorithm, s.shards, s.storage);
+            "SELECT rate_limit_define($1, rate => $2, period => $3::interval, algorithm => $4, shards => $5, "
+            "storage => $6, time_zone => $7)",
+            limit, s.allowance, s.calendar ? "100 years" : "1000 days", s.algorithm, s.shards, s.storage,
+            s.calendar ? "Europe/Paris" : nullptr);
         tx.exec_params("SELECT rate_limit_reset('hot', $1)", limit);
         if (s.warm_key) {
             // A request and its refund leave the key full, with its row in place.
@@ -189,6 +192,10 @@ std::vector<Scenario> scenarios() {
             all.push_back({level, "gcra", 300, 1, false, 1, storage});
             all.push_back({level, "sliding_window", 300, 1, true, 4, storage});
         }
+        // Calendar windows (a fixed window's grid of local midnights) in each storage.
+        all.push_back({level, "fixed_window", 400, 1, false, 1, "durable", true});
+        all.push_back({level, "fixed_window", 400, 1, true, 4, "unlogged", true});
+        all.push_back({level, "fixed_window", 300, 1, true, 1, "memory", true});
     }
     return all;
 }
