@@ -21,6 +21,7 @@
 
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
+#include "limit_cache.hpp"
 #include "limit_lock.hpp"
 #include "memory_state.hpp"
 #include "table_checks.hpp"
@@ -140,6 +141,11 @@ Datum config_row_body(FunctionCallInfo fcinfo) {
     for (HeapTuple row : {old_row, new_row})
         if (row != nullptr && name_of(trigger, row) != nullptr) lock_limit(name_of(trigger, row), ExclusiveLock);
     forget_memory_state(trigger, old_row, new_row);
+    // A row no call could use is refused here, with the error rate_limit_define gives (an unknown time zone,
+    // a calendar period of months and days, a start with a calendar...: what the table's CHECKs cannot
+    // say), rather than failing every call on the limit, and rate_limit_cleanup with them.
+    if (new_row != nullptr && name_of(trigger, new_row) != nullptr)
+        require_valid_limit(limit_from_row(new_row, RelationGetDescr(trigger->tg_relation), 2));
     if (TRIGGER_FIRED_BY_INSERT(event) && name_of(trigger, new_row) != nullptr &&
         replaces_shipped_default(trigger, new_row))
         return PointerGetDatum(nullptr);  // the shipped row now holds the new values: skip the insert

@@ -72,11 +72,11 @@ bool limit_row_complete(HeapTuple row, TupleDesc desc) {
     return true;
 }
 
-core::Limit limit_from_row(HeapTuple row, TupleDesc desc) {
+core::Limit limit_from_row(HeapTuple row, TupleDesc desc, int first_column) {
     // LIMIT_COLUMNS, as select_limit reads them. The table declares them NOT NULL (but max_reserved and
     // start); a DBA can drop that, and a NULL is then an error here, never a NULL pointer read.
     const auto column = [&](int number, const char *name, bool nullable, bool *isnull) {
-        const Datum value = SPI_getbinval(row, desc, number, isnull);
+        const Datum value = SPI_getbinval(row, desc, number + first_column - 1, isnull);
         if (*isnull && !nullable)
             ereport(ERROR,
                     (errcode(ERRCODE_NOT_NULL_VIOLATION), errmsg("rate_limit_config has a NULL %s for a limit", name),

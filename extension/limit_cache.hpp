@@ -28,7 +28,8 @@ bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit);
 
 // A limit from a row of the columns select_limit reads (extension_sql.hpp), in that order; not validated.
 // ERROR 23502 for a NULL where the table declares NOT NULL (a DBA may have dropped the constraint).
-core::Limit limit_from_row(HeapTuple row, TupleDesc desc);
+// first_column: where LIMIT_COLUMNS begin in the row (2 in a row of rate_limit_config itself).
+core::Limit limit_from_row(HeapTuple row, TupleDesc desc, int first_column = 1);
 // Whether such a row has a value in every column the table declares NOT NULL.
 bool limit_row_complete(HeapTuple row, TupleDesc desc);
 

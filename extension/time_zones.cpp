@@ -40,6 +40,16 @@ core::Micros utc_of_local(const core::TimeZone &zone, core::Micros local) noexce
 }  // namespace
 
 const core::TimeZone *time_zone_named(const char *name) {
+    // Numeric names ('+03', '-05', '3') read as POSIX strings, west of Greenwich, where SET TIME ZONE reads
+    // them east: refused, as are 'localtime' and 'posixrules', whatever the host links them to.
+    const bool numeric = strchr("+-.0123456789< ", name[0]) != nullptr && name[0] != '\0';
+    if (numeric || pg_strcasecmp(name, "localtime") == 0 || pg_strcasecmp(name, "posixrules") == 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("time zone \"%s\" is not a zone name", clipped_text(name)),
+                        errdetail("A calendar takes a zone of the time zone database, not an offset or a host's "
+                                  "local zone."),
+                        errhint("Use a name from pg_timezone_names, such as 'Europe/Moscow', or 'Etc/GMT-3' for "
+                                "3 hours east of UTC all year.")));
     pg_tz *tz = pg_tzset(name);
     if (tz == nullptr || !pg_tz_acceptable(tz))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),

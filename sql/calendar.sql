@@ -160,16 +160,36 @@ SELECT statement, calendar_error(statement) FROM unnest(ARRAY[
     $$SELECT rate_limit_define('bad', 1, '1 day', 'fixed_window', time_zone => 'Mars/Olympus_Mons')$$,
     $$SELECT rate_limit_define('bad', 1, '1 day', 'fixed_window', time_zone => '')$$,
     $$SELECT rate_limit_define('bad', 1, '1 day', 'fixed_window', time_zone => repeat('x', 1000))$$,
-    $$SELECT rate_limit_define('bad', 1, '1 day', 'fixed_window', time_zone => 'right/UTC')$$
+    $$SELECT rate_limit_define('bad', 1, '1 day', 'fixed_window', time_zone => 'right/UTC')$$,
+    $$SELECT rate_limit_define('bad', 1, '1 day', 'fixed_window', time_zone => '+03')$$,
+    $$SELECT rate_limit_define('bad', 1, '1 day', 'fixed_window', time_zone => '-05:30')$$,
+    $$SELECT rate_limit_define('bad', 1, '1 day', 'fixed_window', time_zone => '3')$$,
+    $$SELECT rate_limit_define('bad', 1, '1 day', 'fixed_window', time_zone => 'localtime')$$,
+    $$SELECT rate_limit_define('bad', 1, '1 day', 'fixed_window', time_zone => 'PosixRules')$$
 ]) AS statement;
 SELECT count(*) AS bad_defined FROM rate_limit_config WHERE name = 'bad';
--- Direct DML is held to the same rules: the table refuses months and zones for other algorithms, and a
--- zone the server does not know fails the next call with 22023.
-INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, time_zone)
-VALUES ('direct', 'token_bucket', 1, '1 day', 1, 'UTC');
-INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, time_zone)
-VALUES ('direct', 'fixed_window', 1, '1 day', 1, 'Nowhere/Special');
-SELECT calendar_error($$SELECT rate_limit_request('k', 'direct')$$);
+-- Direct DML is held to the same rules: the table's row trigger refuses what rate_limit_define refuses
+-- (what no call could use), with the same errors. A zone for the POSIX sign: 3 hours east all year.
+SELECT statement, calendar_error(statement) FROM unnest(ARRAY[
+    $$INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, time_zone)
+      VALUES ('direct', 'token_bucket', 1, '1 day', 1, 'UTC')$$,
+    $$INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, time_zone)
+      VALUES ('direct', 'fixed_window', 1, '1 day', 1, 'Nowhere/Special')$$,
+    $$INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, time_zone)
+      VALUES ('direct', 'fixed_window', 1, '90 minutes', 1, 'Europe/Paris')$$,
+    $$INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity)
+      VALUES ('direct', 'fixed_window', 1, '1 mon 1 day', 1)$$,
+    $$INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, start)
+      VALUES ('direct', 'fixed_window', 1, '1 mon', 1, '2026-01-01')$$,
+    $$INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, time_zone)
+      VALUES ('direct', 'fixed_window', 1, '1 day', 1, '+03')$$,
+    $$UPDATE rate_limit_config SET time_zone = 'Mars/Olympus' WHERE name = 'default'$$,
+    $$INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, time_zone)
+      VALUES ('direct', 'fixed_window', 1, '1 day', 1, 'Etc/GMT-3')$$
+]) AS statement;
+SELECT name, period, time_zone FROM rate_limit_config WHERE name IN ('direct', 'default') ORDER BY name;
+SET pg_ratelimit.fake_now = '2026-06-10 20:00:00';
+SELECT * FROM rate_limit_request('k', 'direct');
 DELETE FROM rate_limit_config WHERE name = 'direct';
 DROP FUNCTION calendar_error(text);
 RESET pg_ratelimit.fake_now;

@@ -31,6 +31,14 @@ bool rescale_rewrites(const Limit &from, const Limit &to, Rescale rule) noexcept
         (from.capacity != to.capacity || from.period != to.period || from.has_start != to.has_start ||
          (to.has_start && from.start != to.start)))
         return true;
+    // A fixed window's key is read on its window grid (a calendar key keeps its window's opening): on another
+    // grid it is written again at the redefinition's instant, or the new grid could count a window opening
+    // between the key's last call and now that the key never saw.
+    if (to.algorithm == Algorithm::fixed_window &&
+        (from.period != to.period || from.has_start != to.has_start || (to.has_start && from.start != to.start) ||
+         from.calendar.unit != to.calendar.unit || from.calendar.count != to.calendar.count ||
+         from.calendar.zone != to.calendar.zone))
+        return true;
     return rule == Rescale::proportional && from.capacity != to.capacity;
 }
 
