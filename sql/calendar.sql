@@ -190,7 +190,7 @@ SELECT statement, calendar_error(statement) FROM unnest(ARRAY[
 SELECT name, period, time_zone FROM rate_limit_config WHERE name IN ('direct', 'default') ORDER BY name;
 SET pg_ratelimit.fake_now = '2026-06-10 20:00:00';
 SELECT * FROM rate_limit_request('k', 'direct');
-DELETE FROM rate_limit_config WHERE name = 'direct';
+SELECT rate_limit_drop('direct');
 DROP FUNCTION calendar_error(text);
 RESET pg_ratelimit.fake_now;
 SELECT count(*) AS dropped FROM rate_limit_config, LATERAL rate_limit_drop(name)
