@@ -55,19 +55,18 @@ core::Rescale rescale_arg(FunctionCallInfo fcinfo, int argno) {
 }
 
 // The limit's definition, its row locked FOR SHARE, then the limit's lock; ERROR 42704 if there is none.
+// The definition is read as the limit cache reads it (limit_read: the same columns, validated), with the
+// latest snapshot, which sees the row just locked.
 core::Limit locked_limit(const text *name) {
     Oid types[] = {TEXTOID};
     Datum values[] = {PointerGetDatum(name)};
-    extension_sql_run(
-        "SELECT algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch, jitter"
-        " FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE",
-        1, types, values, nullptr, false, SPI_OK_SELECT);
-    if (SPI_processed == 0)
+    extension_sql_run("SELECT FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE", 1, types,
+                      values, nullptr, false, SPI_OK_SELECT);
+    core::Limit limit;
+    if (SPI_processed == 0 || !limit_read(PointerGetDatum(name), GetLatestSnapshot(), &limit))
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", text_to_cstring(name)),
                  errhint("Define it with rate_limit_define().")));
-    const core::Limit limit = limit_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
-    require_valid_limit(limit);
     (void)lock_limit(name, ExclusiveLock);
     return limit;
 }
