@@ -31,6 +31,12 @@ OBJS = \
 	extension/limit_lock.o \
 	extension/memory_state.o \
 	extension/module.o \
+	extension/override_cache.o \
+	extension/override_functions.o \
+	extension/override_hooks.o \
+	extension/override_relation.o \
+	extension/override_store.o \
+	extension/override_triggers.o \
 	extension/request_functions.o \
 	extension/settle.o \
 	extension/state_access.o \

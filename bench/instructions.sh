@@ -10,6 +10,7 @@
 #     --fillfactor N   rewrite rate_limit_state with this fillfactor first (ALTER TABLE + VACUUM FULL)
 #     --keep DIR       keep each script's profiles of the two counted runs, DIR/SCRIPT[-PATH].{short,long},
 #                      for callgrind_annotate (--inclusive=yes; the long run did CALLS calls more)
+#     --setup FILE     run this SQL file once after loading (e.g. bench/sql/overrides_*.sql: per-key tiers)
 #     CALLS=5000       calls measured per script (environment)
 # Loads the benchmark's data into a throwaway cluster (the harness's own preload), restarts the server
 # under callgrind (synchronous_commit=off, autovacuum off), and for each script runs pgbench (prepared
@@ -20,12 +21,13 @@
 set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/scripts/common.sh"
 
-install=1 fillfactor='' keep=''
+install=1 fillfactor='' keep='' setup=''
 while [ $# -gt 0 ]; do
     case "$1" in
         --no-install) install=0 ;;
         --fillfactor) fillfactor=$2; shift ;;
         --keep) keep=$(realpath -m "$2"); mkdir -p "$keep"; shift ;;
+        --setup) setup=$(realpath "$2"); shift ;;
         -*) die "unknown option $1" ;;
         *) break ;;
     esac
@@ -59,6 +61,10 @@ log "loading the benchmark's keys (the harness's preload)"
 if [ -n "$fillfactor" ]; then
     log "rewriting rate_limit_state with fillfactor $fillfactor"
     psql -XAtq -c "ALTER TABLE rate_limit_state SET (fillfactor = $fillfactor)" -c "VACUUM FULL rate_limit_state"
+fi
+if [ -n "$setup" ]; then
+    log "running $setup"
+    psql -XAtq -v ON_ERROR_STOP=1 -f "$setup" >/dev/null
 fi
 "${RUN_AS_SERVER[@]}" "$PG_BIN/pg_ctl" -D "$CLUSTER_DIR/data" -m fast -w stop >/dev/null
 

@@ -25,6 +25,7 @@
 #include "limit_cache.hpp"
 #include "limit_lock.hpp"
 #include "memory_state.hpp"
+#include "override_hooks.hpp"
 #include "state_relations.hpp"
 
 namespace pg_ratelimit {
@@ -39,8 +40,7 @@ bool same_limit(const core::Limit &a, const core::Limit &b) {
            a.calendar.count == b.calendar.count && a.calendar.zone == b.calendar.zone;
 }
 
-int64 delete_full_keys(const core::Limit &definition, Datum limit_name) {
-    const core::Limit limit = core::shard_limit(definition);  // each row is one shard's
+int64 delete_full_keys(const core::Limit &definition, Datum limit_name, const OverrideSet *overrides) {
     // The table's name is one of two constants; the values travel as parameters.
     const char *table =
         state_table_name(definition.storage == core::Storage::unlogged ? StateTable::unlogged : StateTable::logged);
@@ -73,6 +73,9 @@ int64 delete_full_keys(const core::Limit &definition, Datum limit_name) {
             const Datum value = SPI_getbinval(batch->vals[i], batch->tupdesc, 3, &isnull);
             const Datum ts = SPI_getbinval(batch->vals[i], batch->tupdesc, 4, &isnull);
             const text *key_text = DatumGetTextPP(key);
+            // Each row is one shard's, of the key's own limit (its override, if it has one).
+            const core::Limit limit = core::shard_limit(
+                override_set_limit(overrides, definition, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)));
             const core::Micros origin = core::key_origin(limit, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text));
             const core::State stored{DatumGetFloat8(value), DatumGetTimestampTz(ts)};
             // Full already CLEANUP_MARGIN ago (core/algorithms.hpp): a clock stepped back by less than that
@@ -93,7 +96,7 @@ int64 delete_full_keys(const core::Limit &definition, Datum limit_name) {
 // Cleans one limit up, holding its lock; 0 if it does not exist (any more), or if a redefinition or drop
 // of it is in progress (cleanup never waits for one: the next run takes care of that limit, and a
 // transaction redefining several limits can never deadlock with cleanup).
-int64 cleanup_limit(Datum limit_name) {
+int64 cleanup_limit(const CallContext &context, Datum limit_name) {
     if (!lock_limit(DatumGetTextPP(limit_name), ShareLock, false)) return 0;
     core::Limit latest;
     if (!limit_read(limit_name, GetLatestSnapshot(), &latest)) return 0;
@@ -102,7 +105,7 @@ int64 cleanup_limit(Datum limit_name) {
         if (!limit_read(limit_name, GetTransactionSnapshot(), &seen) || !same_limit(seen, latest)) return 0;
     }
     if (latest.storage == core::Storage::memory) return memory_state_sweep(DatumGetTextPP(limit_name), latest);
-    return delete_full_keys(latest, limit_name);
+    return delete_full_keys(latest, limit_name, overrides_of(context, limit_name));
 }
 
 Datum cleanup_body(FunctionCallInfo fcinfo) {
@@ -117,7 +120,7 @@ Datum cleanup_body(FunctionCallInfo fcinfo) {
         const text *name = PG_GETARG_TEXT_PP(0);
         (void)limit_lookup(context.extension, context.schema,
                            name);  // an unknown name is an error; one dropped meanwhile is not
-        deleted = cleanup_limit(PointerGetDatum(name));
+        deleted = cleanup_limit(context, PointerGetDatum(name));
     } else {
         extension_sql_run("SELECT name FROM ONLY rate_limit_config ORDER BY name", 0, nullptr, nullptr, nullptr, true,
                           SPI_OK_SELECT);
@@ -125,7 +128,7 @@ Datum cleanup_body(FunctionCallInfo fcinfo) {
         const uint64 count = SPI_processed;
         for (uint64 i = 0; i < count; ++i) {
             bool isnull = false;
-            deleted += cleanup_limit(SPI_getbinval(names->vals[i], names->tupdesc, 1, &isnull));
+            deleted += cleanup_limit(context, SPI_getbinval(names->vals[i], names->tupdesc, 1, &isnull));
         }
         // Rows of limits that no longer exist, or whose storage is now another (changed in the table directly).
         for (const StateTable table : STATE_TABLES) {

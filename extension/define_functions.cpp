@@ -17,6 +17,7 @@
 #include "limit_cache.hpp"
 #include "memory_state.hpp"
 #include "message_text.hpp"
+#include "override_hooks.hpp"
 #include "state_relations.hpp"
 #include "time_zones.hpp"
 
@@ -76,7 +77,7 @@ core::Rescale rescale_from_text(const char *name) {
 // redefinition's transaction: each row is locked as it is read (FOR NO KEY UPDATE: a concurrent request
 // that changed it first is waited for and its write seen), then written back rescaled.
 void rescale_table_keys(const CallContext &context, Datum name, const core::Limit &from, const core::Limit &to,
-                        core::Rescale rule) {
+                        core::Rescale rule, const OverrideSet *overrides) {
     const StateTable table = to.storage == core::Storage::unlogged ? StateTable::unlogged : StateTable::logged;
     require_usable_state_table(context.extension, context.schema, table);
     const core::Limit from_shard = core::shard_limit(from);
@@ -104,10 +105,18 @@ void rescale_table_keys(const CallContext &context, Datum name, const core::Limi
             const Datum ctid = SPI_getbinval(row, batch->tupdesc, 5, &isnull);
             const text *key_text = DatumGetTextPP(key);
             const core::State stored{DatumGetFloat8(value), DatumGetTimestampTz(ts)};
+            // A key with an override (override_store.hpp) is carried between its own two limits.
+            const Override *own = override_set_find(overrides, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text));
             const core::State next =
-                core::rescaled_state(from_shard, to_shard, stored, now,
-                                     core::key_origin(from, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)),
-                                     core::key_origin(to, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)), rule);
+                own == nullptr
+                    ? core::rescaled_state(from_shard, to_shard, stored, now,
+                                           core::key_origin(from, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)),
+                                           core::key_origin(to, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)),
+                                           rule)
+                    : core::rescaled_state(
+                          core::shard_limit(apply_override(from, *own)), core::shard_limit(apply_override(to, *own)),
+                          stored, now, core::key_origin(from, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)),
+                          core::key_origin(to, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)), rule);
             if (next.value == stored.value && next.ts == stored.ts) continue;
             Datum args[] = {name,  key, shard, Float8GetDatum(next.value), TimestampTzGetDatum(next.ts),
                             value, ts,  ctid};
@@ -217,13 +226,16 @@ Datum define_body(FunctionCallInfo fcinfo) {
         " shards = EXCLUDED.shards, storage = EXCLUDED.storage, epoch = EXCLUDED.epoch, jitter = EXCLUDED.jitter,"
         " time_zone = EXCLUDED.time_zone",
         12, types, values, nulls, false, SPI_OK_INSERT);
+    // Per-key overrides stay, and must fit the new definition (override_hooks.hpp).
+    const OverrideSet *overrides = overrides_for_definition(context, name, existed, limit);
     if (existed && fresh) {
         delete_all_keys(context, PointerGetDatum(name));
-    } else if (existed && core::rescale_rewrites(old, limit, rule)) {
+    } else if (existed &&
+               (core::rescale_rewrites(old, limit, rule) || overrides_rewrite(overrides, old, limit, rule))) {
         if (limit.storage == core::Storage::memory)
-            memory_state_rescale_at_commit(name, old, limit, rule);
+            overrides_rescale_memory_at_commit(name, overrides, old, limit, rule);
         else
-            rescale_table_keys(context, PointerGetDatum(name), old, limit, rule);
+            rescale_table_keys(context, PointerGetDatum(name), old, limit, rule, overrides);
     }
     extension_sql_end(sql_token);
     PG_RETURN_VOID();
@@ -246,6 +258,7 @@ Datum drop_body(FunctionCallInfo fcinfo) {
     if (SPI_processed == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", name_string)));
     delete_all_keys(context, PointerGetDatum(name));
+    overrides_drop(context, name);
     extension_sql_end(sql_token);
     PG_RETURN_VOID();
 }

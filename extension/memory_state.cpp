@@ -221,6 +221,16 @@ void load_file() {
 // Limits to forget, or whose keys to rescale, when the transaction commits, with the subtransaction level
 // that asked (an aborted subtransaction's requests are dropped), in the order asked. Kept in
 // TopMemoryContext, emptied at every transaction end.
+// One key's shard carried between limits of its own (per-key tiers), found by its identity.
+struct KeyRescale {
+    core::MemoryIdentity identity;
+    uint64 definition;  // core::memory_definition its entry must have been made under
+    core::Limit from;   // shard limits
+    core::Limit to;
+    core::Micros from_origin;
+    core::Micros to_origin;
+};
+
 struct PendingForget {
     char name[MAX_LIMIT_NAME_BYTES + 1];
     int level;
@@ -228,6 +238,11 @@ struct PendingForget {
     core::Limit from;
     core::Limit to;
     core::Rescale rule;
+    // Per-key tiers: keys carried between limits of their own, sorted by identity.hash (TopMemoryContext);
+    // with whole_limit false, only these are rescaled.
+    bool whole_limit;
+    KeyRescale *keys;
+    int key_count;
 };
 PendingForget *pending = nullptr;
 int pending_count = 0;
@@ -269,6 +284,56 @@ void forget_limit(const char *name) {
 // definition (core/rescale.hpp), in place. A key whose grid depends on the key itself (a fixed or sliding
 // window without start) and whose identity is a digest (a long key, memory_identity.hpp) cannot be read
 // back: it keeps its numbers as they are.
+// The key-specific carry-over of an entry, if the change has one for it (binary search by hash).
+const KeyRescale *key_rescale_of(const PendingForget &change, const core::MemoryIdentity &identity) {
+    int low = 0;
+    int high = change.key_count - 1;
+    while (low <= high) {
+        const int middle = low + (high - low) / 2;
+        if (change.keys[middle].identity.hash < identity.hash) {
+            low = middle + 1;
+        } else if (change.keys[middle].identity.hash > identity.hash) {
+            high = middle - 1;
+        } else {
+            // Equal hashes: the run around `middle`.
+            int first = middle;
+            while (first > 0 && change.keys[first - 1].identity.hash == identity.hash) --first;
+            for (int i = first; i < change.key_count && change.keys[i].identity.hash == identity.hash; ++i)
+                if (core::memory_identity_equal(change.keys[i].identity, identity)) return &change.keys[i];
+            return nullptr;
+        }
+    }
+    return nullptr;
+}
+
+// Carries one entry between a key's own limits (or removes it: reset). Under the partition's exclusive lock.
+void rescale_entry(core::MemoryTable &table, uint32 partition, int slot, const KeyRescale &key, core::Rescale rule,
+                   core::Micros now) {
+    core::MemoryEntry &entry = table.entry(partition, slot);
+    if (entry.definition != key.definition || entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now) return;
+    if (rule == core::Rescale::reset) {
+        table.remove(partition, slot);
+        return;
+    }
+    entry.state = core::rescaled_state(key.from, key.to, entry.state, now, key.from_origin, key.to_origin, rule);
+    entry.full_at = now + std::max<core::Micros>(1, core::time_to_full(key.to, &entry.state, now, key.to_origin));
+}
+
+// Only the keys of the change (an override set, changed or dropped).
+void rescale_keys(const PendingForget &change) {
+    const core::Micros now = clock_now();
+    const MemoryStore &memory = memory_store();
+    auto &table = const_cast<core::MemoryTable &>(memory.table);
+    for (int i = 0; i < change.key_count; ++i) {
+        const KeyRescale &key = change.keys[i];
+        const uint32 partition = table.partition_of(key.identity.hash);
+        LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
+        const int slot = table.find(partition, key.identity);
+        if (slot >= 0) rescale_entry(table, partition, slot, key, change.rule, now);
+        LWLockRelease(&memory.partition_locks[partition].lock);
+    }
+}
+
 void rescale_limit(const PendingForget &change) {
     const uint64 limit_hash = scoped_limit_hash(change.name, strlen(change.name));
     const core::Limit from = core::shard_limit(change.from);
@@ -283,8 +348,15 @@ void rescale_limit(const PendingForget &change) {
         LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
         for (uint32 slot = 0; slot < table.slots(); ++slot) {
             core::MemoryEntry &entry = table.entry(partition, static_cast<int>(slot));
-            if (entry.identity.length == 0 || entry.identity.limit_hash != limit_hash ||
-                entry.definition != definition || entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now)
+            if (entry.identity.length == 0 || entry.identity.limit_hash != limit_hash) continue;
+            if (change.key_count > 0) {  // a key with an override carries over between its own limits
+                const KeyRescale *key = key_rescale_of(change, entry.identity);
+                if (key != nullptr) {
+                    rescale_entry(table, partition, static_cast<int>(slot), *key, change.rule, now);
+                    continue;
+                }
+            }
+            if (entry.definition != definition || entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now)
                 continue;
             const unsigned char *key = nullptr;
             size_t key_len = 0;
@@ -311,21 +383,30 @@ void on_transaction_end(XactEvent event, void *) {
                                   "transaction cannot arrange.")));
     if (event == XACT_EVENT_COMMIT)
         for (int i = 0; i < pending_count; ++i) {  // takes no lock that can fail
-            if (pending[i].rescale)
+            if (pending[i].rescale && pending[i].whole_limit)
                 rescale_limit(pending[i]);
+            else if (pending[i].rescale)
+                rescale_keys(pending[i]);
             else
                 forget_limit(pending[i].name);
         }
-    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT)
+    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
+        for (int i = 0; i < pending_count; ++i)
+            if (pending[i].keys != nullptr) pfree(pending[i].keys);
         pending_count = 0;
+    }
 }
 
 void on_subtransaction_end(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
     const int level = GetCurrentTransactionNestLevel();
     if (event == SUBXACT_EVENT_ABORT_SUB) {
         int kept = 0;
-        for (int i = 0; i < pending_count; ++i)
-            if (pending[i].level < level) pending[kept++] = pending[i];
+        for (int i = 0; i < pending_count; ++i) {
+            if (pending[i].level < level)
+                pending[kept++] = pending[i];
+            else if (pending[i].keys != nullptr)
+                pfree(pending[i].keys);
+        }
         pending_count = kept;
     } else if (event == SUBXACT_EVENT_COMMIT_SUB) {
         for (int i = 0; i < pending_count; ++i)
@@ -499,6 +580,9 @@ PendingForget &new_pending(const text *limit_name) {
     text_to_cstring_buffer(limit_name, entry.name, sizeof(entry.name));
     entry.level = GetCurrentTransactionNestLevel();
     entry.rescale = false;
+    entry.whole_limit = true;
+    entry.keys = nullptr;
+    entry.key_count = 0;
     return entry;
 }
 
@@ -517,6 +601,63 @@ void memory_state_rescale_at_commit(const text *limit_name, const core::Limit &f
     entry.from = from;
     entry.to = to;
     entry.rule = rule;
+}
+
+// --- Per-key tiers (override_store.hpp) ---
+namespace {
+
+int compare_key_rescales(const void *a, const void *b) {
+    const uint64 x = static_cast<const KeyRescale *>(a)->identity.hash;
+    const uint64 y = static_cast<const KeyRescale *>(b)->identity.hash;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+// The keys' entries to carry over, one per shard, identified now: at commit nothing may allocate or fail.
+void attach_keys(PendingForget *entry, const text *limit_name, const MemoryKeyLimits *keys, int key_count) {
+    if (key_count == 0) return;
+    const uint64 seed = memory_store().table.seed();
+    int total = 0;
+    for (int i = 0; i < key_count; ++i) total += keys[i].to.shards;
+    auto *rescales = static_cast<KeyRescale *>(MemoryContextAlloc(TopMemoryContext, sizeof(KeyRescale) * total));
+    entry->keys = rescales;  // freed with the entry, also if what follows fails
+    int n = 0;
+    for (int i = 0; i < key_count; ++i) {
+        const text *key = cstring_to_text_with_len(keys[i].key, keys[i].key_length);
+        const core::Limit from = core::shard_limit(keys[i].from);
+        const core::Limit to = core::shard_limit(keys[i].to);
+        for (int shard = 0; shard < keys[i].to.shards; ++shard) {
+            KeyRescale &rescale = rescales[n++];
+            rescale.identity = memory_identity(limit_name, key, shard, seed);
+            rescale.definition = core::memory_definition(keys[i].from);
+            rescale.from = from;
+            rescale.to = to;
+            rescale.from_origin = core::key_origin(keys[i].from, keys[i].key, keys[i].key_length);
+            rescale.to_origin = core::key_origin(keys[i].to, keys[i].key, keys[i].key_length);
+        }
+    }
+    qsort(rescales, n, sizeof(KeyRescale), compare_key_rescales);
+    entry->key_count = n;
+}
+
+}  // namespace
+
+void memory_state_rescale_with_keys_at_commit(const text *limit_name, const core::Limit &from, const core::Limit &to,
+                                              core::Rescale rule, const MemoryKeyLimits *keys, int key_count) {
+    if (!preloaded) return;  // there is no memory state to rescale
+    memory_state_rescale_at_commit(limit_name, from, to, rule);
+    attach_keys(&pending[pending_count - 1], limit_name, keys, key_count);
+}
+
+void memory_state_rescale_keys_at_commit(const text *limit_name, core::Rescale rule, const MemoryKeyLimits *keys,
+                                         int key_count) {
+    if (!preloaded || key_count == 0) return;
+    PendingForget &entry = new_pending(limit_name);
+    entry.rescale = true;
+    entry.whole_limit = false;
+    entry.rule = rule;
+    entry.from = keys[0].from;
+    entry.to = keys[0].to;
+    attach_keys(&entry, limit_name, keys, key_count);
 }
 
 }  // namespace pg_ratelimit

@@ -48,4 +48,21 @@ void memory_state_forget_at_commit(const text *limit_name);
 void memory_state_rescale_at_commit(const text *limit_name, const core::Limit &from, const core::Limit &to,
                                     core::Rescale rule);
 
+// --- Per-key tiers (override_store.hpp) ---
+// A key carried over between limits of its own: a key with an override of its limit.
+struct MemoryKeyLimits {
+    const char *key;
+    int key_length;
+    core::Limit from;
+    core::Limit to;
+};
+// As memory_state_rescale_at_commit, every entry of the limit carried from `from` to `to`, except the
+// keys given, each carried between its own two limits (a redefinition of a limit with overrides).
+void memory_state_rescale_with_keys_at_commit(const text *limit_name, const core::Limit &from, const core::Limit &to,
+                                              core::Rescale rule, const MemoryKeyLimits *keys, int key_count);
+// Only the entries of the keys given, each carried between its own two limits (an override set, changed
+// or dropped); `reset` removes them (the keys start full).
+void memory_state_rescale_keys_at_commit(const text *limit_name, core::Rescale rule, const MemoryKeyLimits *keys,
+                                         int key_count);
+
 }  // namespace pg_ratelimit

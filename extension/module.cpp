@@ -4,6 +4,8 @@
 #include "config_relation.hpp"
 #include "limit_cache.hpp"
 #include "memory_state.hpp"
+#include "override_cache.hpp"
+#include "override_relation.hpp"
 #include "postgres_headers.hpp"
 #include "state_access.hpp"
 #include "state_relations.hpp"
@@ -20,6 +22,8 @@ void _PG_init(void) {  // NOLINT(bugprone-reserved-identifier): the name Postgre
     pg_ratelimit::config_relation_init();
     pg_ratelimit::state_access_init();
     pg_ratelimit::memory_state_init();
+    pg_ratelimit::override_cache_init();
+    pg_ratelimit::override_relation_init();
     // Last, once every setting is defined: a pg_ratelimit.* placeholder set before the library was loaded
     // (in postgresql.conf, PGOPTIONS, SET) is then either taken by its setting or removed with a warning.
     MarkGUCPrefixReserved("pg_ratelimit");

@@ -252,3 +252,93 @@ REVOKE ALL ON FUNCTION @extschema@.rate_limit_define, @extschema@.rate_limit_dro
 GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_request, @extschema@.rate_limit_request_many,
                           @extschema@.rate_limit_check TO PUBLIC;
 GRANT SELECT ON @extschema@.rate_limit_config TO PUBLIC;
+
+-- ---------------------------------------------------------------------------------------------------------
+-- Per-key tiers: an override gives one key other numbers (rate, capacity, max_reserved) for a named limit;
+-- everything else stays the limit's. Change them with rate_limit_override() / rate_limit_override_drop().
+-- capacity or max_reserved NULL: the limit's, scaled by the override's rate over the limit's rate.
+-- Not readable by PUBLIC (overrides reveal customers' plans): rate_limit_policy() tells anyone the numbers
+-- of the one key they name, as rate_limit_check tells its state.
+-- No foreign key to rate_limit_config: its RI triggers would sit on rate_limit_config, which the extension
+-- refuses to write while it has triggers not its own (they would run as the owner); rate_limit_drop deletes
+-- a limit's overrides, and a limit defined anew drops those a deletion by hand left behind.
+-- YugabyteDB: sharded by limit_name (a limit's overrides are read together, a key's by primary key).
+DO $$
+DECLARE
+    columns constant text :=
+        'limit_name text COLLATE "C" NOT NULL CHECK (limit_name <> '''' AND octet_length(limit_name) <= 128),'
+        ' key text COLLATE "C" NOT NULL CHECK (octet_length(key) <= 1024),'
+        ' rate float8 NOT NULL CHECK (rate >= 1e-9 AND rate <= 1e12),'
+        ' capacity float8 CHECK (capacity >= 1e-9 AND capacity <= 1e12),'
+        ' max_reserved float8 CHECK (max_reserved >= 0 AND (max_reserved <= 1e12 OR max_reserved = ''Infinity'')), ';
+BEGIN
+    IF pg_catalog.strpos(pg_catalog.version(), '-YB-') = 0 THEN
+        EXECUTE 'CREATE TABLE @extschema@.rate_limit_override (' || columns || 'PRIMARY KEY (limit_name, key))';
+    ELSE
+        EXECUTE 'CREATE TABLE @extschema@.rate_limit_override (' || columns
+             || 'PRIMARY KEY (limit_name HASH, key ASC))';
+    END IF;
+END
+$$;
+COMMENT ON TABLE @extschema@.rate_limit_override IS
+    'pg_ratelimit: per-key tiers; change them with rate_limit_override() and rate_limit_override_drop()';
+
+-- Each backend caches overrides; any change to the table (by the functions below or by direct DML)
+-- invalidates those caches, also under session_replication_role = replica.
+CREATE FUNCTION @extschema@.rate_limit_override_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'rate_limit_override_changed' LANGUAGE C;
+CREATE TRIGGER rate_limit_override_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rate_limit_override
+    FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rate_limit_override_changed();
+ALTER TABLE @extschema@.rate_limit_override ENABLE ALWAYS TRIGGER rate_limit_override_changed;
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limit_override', '');
+
+CREATE FUNCTION @extschema@.rate_limit_override(
+    key text, limit_name text, rate float8, capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL,
+    rescale text DEFAULT 'proportional')
+RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_override' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_override(text, text, float8, float8, float8, text) IS
+    'sets the rate, capacity and max_reserved of one key of a named limit (NULL: the limit''s, scaled by the rates); the key''s state is rescaled (proportional, as_is or reset)';
+
+CREATE FUNCTION @extschema@.rate_limit_override_drop(key text, limit_name text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'rate_limit_override_drop' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_override_drop(text, text) IS
+    'removes the override of one key (false if there was none); the key''s state is rescaled proportionally';
+
+CREATE FUNCTION @extschema@.rate_limit_policy(
+    key text, limit_name text DEFAULT 'default',
+    OUT algorithm text, OUT rate float8, OUT period interval, OUT capacity float8, OUT max_reserved float8,
+    OUT overridden boolean, OUT limit_has_overrides boolean)
+AS 'MODULE_PATHNAME', 'rate_limit_policy' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_policy(text, text) IS
+    'the numbers key is decided under for the limit (its override, if it has one; max_reserved NULL: unlimited), and whether the limit has any override';
+
+-- Least privilege, as above for the rest (this block's objects were created after that one ran).
+DO $$
+DECLARE
+    member record;
+BEGIN
+    FOR member IN
+        SELECT DISTINCT CASE WHEN p.oid IS NOT NULL THEN 'FUNCTION ' || p.oid::regprocedure::text
+                             ELSE 'TABLE ' || c.oid::regclass::text END AS object,
+               CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(a.grantee::regrole::text) END AS grantee
+          FROM pg_catalog.pg_depend d
+          JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_ratelimit'
+          LEFT JOIN pg_catalog.pg_proc p ON d.classid = 'pg_catalog.pg_proc'::regclass AND p.oid = d.objid
+                    AND p.proname IN ('rate_limit_override', 'rate_limit_override_drop', 'rate_limit_policy',
+                                      'rate_limit_override_changed')
+          LEFT JOIN pg_catalog.pg_class c ON d.classid = 'pg_catalog.pg_class'::regclass AND c.oid = d.objid
+                    AND c.relname = 'rate_limit_override'
+          CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(p.proacl, c.relacl)) AS a
+         WHERE d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e'
+           AND (p.oid IS NOT NULL OR c.oid IS NOT NULL)
+           AND a.grantee <> coalesce(p.proowner, c.relowner)
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', member.object, member.grantee);
+    END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_override, @extschema@.rate_limit_override_drop,
+                       @extschema@.rate_limit_override_changed FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_policy TO PUBLIC;

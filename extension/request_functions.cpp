@@ -8,6 +8,7 @@
 #include "limit_cache.hpp"
 #include "memory_state.hpp"
 #include "message_text.hpp"
+#include "override_cache.hpp"
 #include "settle.hpp"
 #include "state_relations.hpp"
 
@@ -51,7 +52,8 @@ Datum decide(FunctionCallInfo fcinfo, SettleMode mode) {
     const double cost = cost_arg(fcinfo, 2);
     const bool reserve = mode == SettleMode::request && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
 
-    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    const core::Limit limit =
+        effective_limit(context, limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
     require_cost_fits(limit, cost, limit_name);
     return decision_datum(context, limit, decide_key(context, limit, limit_name, key, mode, cost, reserve));
 }
@@ -88,13 +90,16 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
                             errdetail("There are %d keys and %d costs.", count, cost_count)));
     }
     const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    // Each key's own limit (its override, if it has one).
+    auto *limits = static_cast<core::Limit *>(palloc(sizeof(core::Limit) * (count + 1)));
     for (int i = 0; i < count; ++i) {
         if (key_nulls[i])
             ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("key %d must not be null", i + 1)));
         require_key_length(DatumGetTextPP(keys[i]));
+        limits[i] = effective_limit(context, limit, limit_name, DatumGetTextPP(keys[i]));
         if (costs != nullptr && !cost_nulls[i]) {
             require_valid_cost(DatumGetFloat8(costs[i]));
-            require_cost_fits(limit, DatumGetFloat8(costs[i]), limit_name);
+            require_cost_fits(limits[i], DatumGetFloat8(costs[i]), limit_name);
         }
     }
 
@@ -106,12 +111,12 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
         CHECK_FOR_INTERRUPTS();
         text *key = DatumGetTextPP(keys[i]);
         const double cost = costs == nullptr || cost_nulls[i] ? 1.0 : DatumGetFloat8(costs[i]);
-        const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
+        const core::Outcome outcome = decide_key(context, limits[i], limit_name, key, SettleMode::request, cost, false);
         Datum values[6];
         bool nulls[6] = {false, false, false, false, false, false};
         values[0] = PointerGetDatum(key);
         values[1] = Int32GetDatum(i + 1);
-        decision_values(limit, outcome, values + 2);
+        decision_values(limits[i], outcome, values + 2);
         tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
     }
     return static_cast<Datum>(0);
@@ -138,7 +143,8 @@ Datum throttle_body(FunctionCallInfo fcinfo) {
                         errmsg("pg_ratelimit cannot return these columns: they are not (limited integer, limit bigint,"
                                " remaining bigint, retry_after bigint, reset_after bigint)"),
                         errhint("Re-create the extension.")));
-    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    const core::Limit limit =
+        effective_limit(context, limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
     require_cost_fits(limit, cost, limit_name);
     const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
     Datum values[5];
@@ -160,7 +166,8 @@ Datum reset_body(FunctionCallInfo fcinfo) {
     text *key = key_arg(fcinfo, 0);
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     // An unknown limit is an error, not a silent no-op.
-    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    const core::Limit limit =
+        effective_limit(context, limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
     const StateTarget target{context.extension,    context.schema, PointerGetDatum(limit_name),
                              PointerGetDatum(key), limit,          0};
     if (limit.storage == core::Storage::memory) {

@@ -30,6 +30,10 @@ SELECT allowed, remaining, retry_after FROM rate_limit_request('debt', 'tb', 3, 
 SELECT allowed, remaining FROM rate_limit_request(repeat('k', 1024), 'tb', 2);  -- the longest key
 SELECT allowed, remaining FROM rate_limit_request('used', 'fw', 2);
 SELECT allowed, remaining FROM rate_limit_request('half', repeat('n', 128), 1);
+-- A per-key override (its numbers explicit, so that no redefinition below depends on it).
+SELECT rate_limit_override('vip', 'tb', 20, capacity => 20, max_reserved => 5);
+SELECT rate_limit_define('sw', rate => 10, period => '1 minute', algorithm => 'sliding_window');
+SELECT rate_limit_define('sh', rate => 8, period => '1 minute', shards => 4);
 
 -- Short, printable text for names and keys in the output: control and non-ASCII bytes escaped, long
 -- ones cut to their first bytes and their length.
@@ -48,7 +52,11 @@ CREATE FUNCTION pg_temp.table_lines() RETURNS text[] LANGUAGE sql AS $$
           FROM rate_limit_config
         UNION ALL
         SELECT format('key %s/%s=%s@%s', pg_temp.shown(limit_name), pg_temp.shown(key), value, ts)
-          FROM rate_limit_state)
+          FROM rate_limit_state
+        UNION ALL
+        SELECT format('override %s/%s(%s cap %s res %s)', pg_temp.shown(limit_name), pg_temp.shown(key), rate,
+                      coalesce(capacity::text, '-'), coalesce(max_reserved::text, '-'))
+          FROM rate_limit_override)
 $$;
 
 CREATE FUNCTION pg_temp.changes(before text[], after text[]) RETURNS text LANGUAGE sql AS $$
@@ -58,19 +66,23 @@ CREATE FUNCTION pg_temp.changes(before text[], after text[]) RETURNS text LANGUA
         SELECT '+' || l FROM unnest(after) AS l WHERE l <> ALL (before)) AS changed
 $$;
 
--- Rows inserted, updated and deleted so far in this transaction, in both tables (rolled-back savepoints
--- included).
+-- Rows inserted, updated and deleted so far in this transaction, in the three tables (rolled-back
+-- savepoints included).
 CREATE FUNCTION pg_temp.write_counts() RETURNS bigint[] LANGUAGE sql AS $$
     SELECT ARRAY[pg_stat_get_xact_tuples_inserted(c), pg_stat_get_xact_tuples_updated(c),
                  pg_stat_get_xact_tuples_deleted(c), pg_stat_get_xact_tuples_inserted(s),
-                 pg_stat_get_xact_tuples_updated(s), pg_stat_get_xact_tuples_deleted(s)]
-      FROM (VALUES ('rate_limit_config'::regclass, 'rate_limit_state'::regclass)) AS t (c, s)
+                 pg_stat_get_xact_tuples_updated(s), pg_stat_get_xact_tuples_deleted(s),
+                 pg_stat_get_xact_tuples_inserted(o), pg_stat_get_xact_tuples_updated(o),
+                 pg_stat_get_xact_tuples_deleted(o)]
+      FROM (VALUES ('rate_limit_config'::regclass, 'rate_limit_state'::regclass,
+                    'rate_limit_override'::regclass)) AS t (c, s, o)
 $$;
 
 CREATE FUNCTION pg_temp.writes_between(before bigint[], after bigint[]) RETURNS text LANGUAGE sql AS $$
     SELECT coalesce(string_agg(format('%s %s %s', tbl, after[i] - before[i], what), ', ' ORDER BY i), 'none')
       FROM (VALUES (1, 'config', 'ins'), (2, 'config', 'upd'), (3, 'config', 'del'),
-                   (4, 'state', 'ins'), (5, 'state', 'upd'), (6, 'state', 'del')) AS w (i, tbl, what)
+                   (4, 'state', 'ins'), (5, 'state', 'upd'), (6, 'state', 'del'),
+                   (7, 'override', 'ins'), (8, 'override', 'upd'), (9, 'override', 'del')) AS w (i, tbl, what)
      WHERE after[i] <> before[i]
 $$;
 
@@ -128,6 +140,13 @@ LANGUAGE sql AS $$
                                     float8send(s.value), timestamptz_send(s.ts)), '|'
                           ORDER BY s.limit_name, s.key))
       FROM rate_limit_state s
+    UNION ALL
+    SELECT 'rate_limit_override', count(*), md5(string_agg(o::text, '|' ORDER BY o.limit_name, o.key)),
+           md5(string_agg(concat_ws(',', o.ctid, o.xmin, textsend(o.limit_name), textsend(o.key),
+                                    float8send(o.rate), coalesce(float8send(o.capacity)::text, 'null'),
+                                    coalesce(float8send(o.max_reserved)::text, 'null')), '|'
+                          ORDER BY o.limit_name, o.key))
+      FROM rate_limit_override o
 $$;
 
 -- What the limiter would decide for each known key (no limit cache may keep a rolled-back definition).
@@ -135,7 +154,7 @@ CREATE FUNCTION pg_temp.decisions() RETURNS text LANGUAGE sql AS $$
     SELECT string_agg(format('%s/%s %s', pg_temp.shown(l), pg_temp.shown(k), rate_limit_check(k, l)), E'\n'
                       ORDER BY l, k)
       FROM unnest(ARRAY['tb', 'fw', repeat('n', 128), 'default']) AS l,
-           unnest(ARRAY['half', 'debt', 'used', repeat('k', 1024), 'no_row']) AS k
+           unnest(ARRAY['half', 'debt', 'used', repeat('k', 1024), 'no_row', 'vip']) AS k
 $$;
 
 CREATE TEMP TABLE pictures_before AS SELECT * FROM pg_temp.table_pictures();
@@ -183,7 +202,17 @@ INSERT INTO arguments VALUES
     ('rate_limit_define', 11, 'rescale', 'rescale', $$'proportional'$$),
     ('rate_limit_define', 12, 'time_zone', 'zone', 'NULL'),
     ('rate_limit_drop', 1, 'name', 'name', $$'fw'$$),
-    ('rate_limit_cleanup', 1, 'limit_name', 'name', $$'tb'$$);
+    ('rate_limit_cleanup', 1, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_override', 1, 'key', 'key', $$'half'$$),
+    ('rate_limit_override', 2, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_override', 3, 'rate', 'float8', '20'),
+    ('rate_limit_override', 4, 'capacity', 'float8', 'NULL'),
+    ('rate_limit_override', 5, 'max_reserved', 'float8', 'NULL'),
+    ('rate_limit_override', 6, 'rescale', 'rescale', $$'proportional'$$),
+    ('rate_limit_override_drop', 1, 'key', 'key', $$'vip'$$),
+    ('rate_limit_override_drop', 2, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_policy', 1, 'key', 'key', $$'vip'$$),
+    ('rate_limit_policy', 2, 'limit_name', 'name', $$'tb'$$);
 
 -- The values of each kind: a label, the SQL expression, and a FROM clause for values read from a table.
 CREATE TEMP TABLE argument_values (kind text, n int, label text, expr text, from_clause text DEFAULT '');
@@ -338,7 +367,9 @@ SELECT a.fn, a.arg, v.label,
   FROM arguments a JOIN argument_values v ON v.kind = a.kind
  ORDER BY array_position(ARRAY['rate_limit_request', 'rate_limit_check', 'rate_limit_throttle', 'rate_limit_refund',
                                'rate_limit_reset',
-                               'rate_limit_define', 'rate_limit_drop', 'rate_limit_cleanup'], a.fn), a.pos, v.n;
+                               'rate_limit_define', 'rate_limit_drop', 'rate_limit_cleanup',
+                               'rate_limit_override', 'rate_limit_override_drop', 'rate_limit_policy'], a.fn),
+          a.pos, v.n;
 
 -- Extra cases: every argument NULL, and calls whose meaning depends on two arguments together.
 INSERT INTO cases (fn, arg, label, statement) VALUES
@@ -352,6 +383,16 @@ INSERT INTO cases (fn, arg, label, statement) VALUES
      'SELECT rate_limit_define(NULL, NULL, NULL, NULL, NULL, NULL, NULL)::text'),
     ('rate_limit_drop', '(all)', 'all NULL', 'SELECT rate_limit_drop(NULL)::text'),
     ('rate_limit_cleanup', '(all)', 'all NULL (all limits)', 'SELECT rate_limit_cleanup(NULL)::text'),
+    ('rate_limit_override', '(all)', 'all NULL',
+     'SELECT rate_limit_override(NULL, NULL, NULL, NULL, NULL, NULL)::text'),
+    ('rate_limit_override_drop', '(all)', 'all NULL', 'SELECT rate_limit_override_drop(NULL, NULL)::text'),
+    ('rate_limit_policy', '(all)', 'all NULL', 'SELECT rate_limit_policy(NULL, NULL)::text'),
+    ('rate_limit_override', 'rate', '1e12 (capacity scaled alike)', $$SELECT rate_limit_override('half', 'tb', 1e12)::text$$),
+    ('rate_limit_override', 'capacity', '30 on a sliding window', $$SELECT rate_limit_override('k', 'sw', 20, 30)::text$$),
+    ('rate_limit_override', 'max_reserved', '1 on a sliding window', $$SELECT rate_limit_override('k', 'sw', 20, NULL, 1)::text$$),
+    ('rate_limit_override', 'rate', '20 on a sliding window (capacity follows)', $$SELECT rate_limit_override('k', 'sw', 20)::text$$),
+    ('rate_limit_override', 'rate', '1e-9 on 4 shards', $$SELECT rate_limit_override('k', 'sh', 1e-9)::text$$),
+    ('rate_limit_override_drop', 'key', 'key without an override', $$SELECT rate_limit_override_drop('half', 'tb')::text$$),
     ('rate_limit_request', 'cost+reserve', '9 reserved beyond max_reserved',
      $$SELECT rate_limit_request('debt', 'tb', 9, true)::text$$),
     ('rate_limit_request', 'cost+reserve', '2 reserved within max_reserved',
@@ -514,8 +555,9 @@ SELECT fn, count(*) AS cases, count(*) FILTER (WHERE outcome NOT LIKE 'ok%') AS 
   FROM results GROUP BY ROLLUP (fn)
  ORDER BY fn IS NULL, array_position(ARRAY['rate_limit_request', 'rate_limit_check', 'rate_limit_refund',
                                            'rate_limit_reset', 'rate_limit_define', 'rate_limit_drop',
-                                           'rate_limit_cleanup', 'rate_limit_config_changed',
-                                           'rate_limit_config_row'], fn);
+                                           'rate_limit_cleanup', 'rate_limit_override',
+                                           'rate_limit_override_drop', 'rate_limit_policy',
+                                           'rate_limit_config_changed', 'rate_limit_config_row'], fn);
 SELECT count(*) AS extreme_cases, count(*) FILTER (WHERE outcome LIKE 'ok%') AS ok FROM extreme_results;
 -- Errors by SQLSTATE (22021, 22007, 54000 and 0A000 are PostgreSQL's own, raised before the function runs).
 SELECT left(outcome, 5) AS sqlstate, count(*) FROM results WHERE outcome NOT LIKE 'ok%'
@@ -531,6 +573,8 @@ SELECT decisions = pg_temp.decisions() AS same_decisions FROM decisions_before;
 
 SELECT rate_limit_drop('tb');
 SELECT rate_limit_drop('fw');
+SELECT rate_limit_drop('sw');
+SELECT rate_limit_drop('sh');
 SELECT rate_limit_drop(repeat('n', 128));
 SELECT count(*) AS state_rows FROM rate_limit_state;
 RESET pg_ratelimit.fake_now;

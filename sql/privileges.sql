@@ -29,16 +29,40 @@ SELECT rate_limit_reset('u', 'priv');
 RESET ROLE;
 REVOKE EXECUTE ON FUNCTION rate_limit_refund(text, text, float8), rate_limit_reset(text, text) FROM regress_rl_app;
 
--- The README's lockdown of who may be limited at all covers every function that consumes units.
+-- The README's lockdown of who may be limited at all covers every function that consumes units (and
+-- rate_limit_policy, which tells the numbers a key is limited to).
 REVOKE EXECUTE ON FUNCTION rate_limit_request(text, text, float8, boolean), rate_limit_request_many(text[], text, float8[]),
-    rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8) FROM PUBLIC;
+    rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8), rate_limit_policy(text, text) FROM PUBLIC;
 SET ROLE regress_rl_app;
 SELECT limited FROM rate_limit_throttle('u', 'priv');
 SELECT allowed FROM rate_limit_request('u', 'priv');
 SELECT count(*) FROM rate_limit_request_many(ARRAY['u'], 'priv');
+SELECT rate FROM rate_limit_policy('u', 'priv');
 RESET ROLE;
 GRANT EXECUTE ON FUNCTION rate_limit_request(text, text, float8, boolean), rate_limit_request_many(text[], text, float8[]),
-    rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8) TO PUBLIC;
+    rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8), rate_limit_policy(text, text) TO PUBLIC;
+
+-- Per-key tiers: setting and dropping overrides is for administrators, like rate_limit_define (42501
+-- otherwise). rate_limit_override is not readable by PUBLIC (it tells every customer's plan); anyone may
+-- ask rate_limit_policy for the numbers of a key they name, as they may ask rate_limit_check.
+SELECT rate_limit_override('u', 'priv', 4);
+SET ROLE regress_rl_app;
+SELECT rate_limit_override('u', 'priv', 1000);
+SELECT rate_limit_override('me', 'priv', 1000);
+SELECT rate_limit_override_drop('u', 'priv');
+SELECT * FROM rate_limit_override;
+INSERT INTO rate_limit_override (limit_name, key, rate) VALUES ('priv', 'me', 1000);
+DELETE FROM rate_limit_override;
+SELECT rate, capacity, overridden FROM rate_limit_policy('u', 'priv');
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION rate_limit_override, rate_limit_override_drop TO regress_rl_app;
+SET ROLE regress_rl_app;
+SELECT rate_limit_override('u', 'priv', 5);
+SELECT rate FROM rate_limit_policy('u', 'priv');
+SELECT rate_limit_override_drop('u', 'priv');
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION rate_limit_override, rate_limit_override_drop FROM regress_rl_app;
+SELECT count(*) AS overrides FROM rate_limit_override WHERE limit_name = 'priv';
 
 -- Administrators can delegate defining limits.
 GRANT EXECUTE ON FUNCTION rate_limit_define TO regress_rl_app;

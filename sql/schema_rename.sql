@@ -24,6 +24,10 @@ SELECT allowed, remaining FROM lim.rate_limit_request('k1', 'r');
 SELECT lim.rate_limit_reset('k1', 'r');
 SELECT allowed, remaining FROM lim.rate_limit_check('k1', 'default');
 SELECT lim.rate_limit_cleanup();
+-- Per-key tiers: an override set, used, read back.
+SELECT lim.rate_limit_override('vip', 'r', 50);
+SELECT allowed, remaining FROM lim.rate_limit_request('vip', 'r');
+SELECT rate FROM lim.rate_limit_policy('vip', 'r');
 
 ALTER SCHEMA lim RENAME TO ratelimit;
 
@@ -56,6 +60,12 @@ CREATE TRIGGER steal BEFORE INSERT OR UPDATE OR DELETE ON lim.rate_limit_config
     FOR EACH ROW EXECUTE FUNCTION lim.steal();
 CREATE TRIGGER steal_truncate BEFORE TRUNCATE ON lim.rate_limit_state
     FOR EACH STATEMENT EXECUTE FUNCTION lim.steal();
+CREATE TABLE lim.rate_limit_override (
+    limit_name text COLLATE "C" NOT NULL, key text COLLATE "C" NOT NULL, rate float8 NOT NULL, capacity float8,
+    max_reserved float8, PRIMARY KEY (limit_name, key));
+INSERT INTO lim.rate_limit_override VALUES ('r', 'k2', 1e9, NULL, NULL), ('r', 'vip', 1e9, NULL, NULL);
+CREATE TRIGGER steal BEFORE INSERT OR UPDATE OR DELETE ON lim.rate_limit_override
+    FOR EACH ROW EXECUTE FUNCTION lim.steal();
 DELETE FROM lim.stolen;
 RESET ROLE;
 
@@ -75,11 +85,17 @@ SET pg_ratelimit.fake_now = '2026-01-01 02:00:00';
 SELECT ratelimit.rate_limit_cleanup();
 SELECT ratelimit.rate_limit_cleanup('r');
 SELECT ratelimit.rate_limit_drop('r2');
+SELECT allowed, remaining FROM ratelimit.rate_limit_request('vip', 'r');
+SELECT k AS key, p.rate FROM unnest(ARRAY['vip', 'k2']) AS k, LATERAL ratelimit.rate_limit_policy(k, 'r') AS p;
+SELECT ratelimit.rate_limit_override('vip2', 'r', 60);
+SELECT ratelimit.rate_limit_override_drop('vip2', 'r');
+SELECT limit_name, key, rate FROM ratelimit.rate_limit_override ORDER BY key;
 
 -- Nothing reached the attacker's tables, no trigger of theirs ran, and they are no superuser.
 SELECT who, what FROM lim.stolen;
 SELECT count(*) AS attacker_state_rows FROM lim.rate_limit_state;
 SELECT name, rate FROM lim.rate_limit_config ORDER BY name;
+SELECT key, rate FROM lim.rate_limit_override ORDER BY key;
 SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_rl_attacker';
 SELECT name, rate FROM ratelimit.rate_limit_config ORDER BY name;
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Limits and key state survive pg_dump / pg_restore, including a redefined 'default' (which collides
-# with the row CREATE EXTENSION inserts), a limit in use and a sharded one. Needs a server through the libpq
+# Limits, per-key overrides and key state survive pg_dump / pg_restore, including a redefined 'default'
+# (which collides with the row CREATE EXTENSION inserts), a limit in use, a sharded one, and overrides of
+# 'default' and of another limit (the restored backends decide with them). Needs a server through the libpq
 # environment (scripts/test.sh provides one). Exits non-zero on any difference.
 set -euo pipefail
 work=$(mktemp -d)
@@ -24,6 +25,9 @@ SELECT rate_limit_request('user1', 'cell', 6);
 SELECT rate_limit_request('user1', 'sliding', 20);
 SELECT rate_limit_request('user1', 'send_message', 4);
 SELECT rate_limit_request('user1', 'hot', 20) FROM generate_series(1, 3);
+SELECT rate_limit_override('gold', 'default', 70);
+SELECT rate_limit_override('gold', 'send_message', 50, capacity => 60, max_reserved => 'Infinity');
+SELECT rate_limit_request('gold', 'send_message', 45);
 SQL
 
 snapshot() {
@@ -32,11 +36,15 @@ SET timezone = 'UTC';
 SELECT 'config', name, algorithm, rate, period, capacity, max_reserved, start, shards, jitter FROM rate_limit_config
  ORDER BY name;
 SELECT 'state', limit_name, key, shard, value, ts FROM rate_limit_state ORDER BY limit_name, key, shard;
+SELECT 'override', limit_name, key, rate, capacity, max_reserved FROM rate_limit_override ORDER BY limit_name, key;
+SELECT 'policy', * FROM rate_limit_policy('gold', 'send_message');
 SET pg_ratelimit.fake_now = '2026-01-01 00:00:00+00';
 SELECT 'decision', * FROM rate_limit_check('user1');
 SELECT 'decision', * FROM rate_limit_check('user1', 'send_message');
 SELECT 'decision', * FROM rate_limit_check('user1', 'cell');
 SELECT 'decision', * FROM rate_limit_check('user1', 'sliding');
+SELECT 'decision', * FROM rate_limit_check('gold');
+SELECT 'decision', * FROM rate_limit_check('gold', 'send_message');
 -- Which shard a check would take is drawn at random, and with it reset_after: the key's units only.
 SELECT 'decision', allowed, remaining FROM rate_limit_check('user1', 'hot');
 SQL
@@ -58,5 +66,8 @@ grep -q '^state|send_message|user1|0|1|' "$work/after" || { echo "dump_restore: 
 grep -q '^config|cell|gcra|30|.*|00:00:05$' "$work/after" || { echo "dump_restore: FAILED (gcra or jitter lost)" >&2; exit 1; }
 grep -q '^decision|t|9|' "$work/after" || { echo "dump_restore: FAILED (gcra state lost)" >&2; exit 1; }
 grep -q '^state|sliding|user1|0|20|' "$work/after" || { echo "dump_restore: FAILED (sliding state lost)" >&2; exit 1; }
-echo "dump_restore: ok ($(grep -c '^config' "$work/after") limits, $(grep -c '^state' "$work/after") keys restored)"
+grep -q '^override|default|gold|70||$' "$work/after" || { echo "dump_restore: FAILED (override lost)" >&2; exit 1; }
+grep -q '^override|send_message|gold|50|60|Infinity$' "$work/after" || { echo "dump_restore: FAILED (override lost)" >&2; exit 1; }
+grep -q '^decision|t|14|' "$work/after" || { echo "dump_restore: FAILED (override not applied after restore)" >&2; exit 1; }
+echo "dump_restore: ok ($(grep -c '^config' "$work/after") limits, $(grep -c '^override' "$work/after") overrides, $(grep -c '^state' "$work/after") keys restored)"
 echo "cases: 1"

@@ -9,7 +9,7 @@ namespace pg_ratelimit::detail {
 LimiterCore::LimiterCore(const std::string &conninfo, Options options)
     : options_(std::move(options)),
       statements_(options_.schema),
-      policies_(options_.policy_ttl),
+      policies_(options_.policy_ttl, options_.policy_keys),
       pool_(conninfo, options_.pool_size, options_.acquire_timeout, [this](pqxx::connection &connection) {
           // The session default, so that BEGIN alone starts a transaction at the configured level.
           pqxx::nontransaction setup{connection};
@@ -44,7 +44,8 @@ Decision LimiterCore::pooled(Call call, const CallArgs &args) {
     run_pooled(idempotent(call), [&](pqxx::transaction_base &tx) {
         decision = statements_.run_prepared(tx, call, args);
         if (call != Call::reset)
-            decision.policy = policies_.get(args.limit, [&] { return statements_.policy_prepared(tx, args.limit); });
+            decision.policy = policies_.get(args.limit, args.key,
+                                            [&] { return statements_.policy_prepared(tx, args.limit, args.key); });
     });
     return decision;
 }
@@ -54,7 +55,8 @@ Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, cons
     // On a miss, the policy is read in the caller's transaction, the only connection this thread may
     // use without waiting for the pool (a pooled connection could be busy behind a row lock tx holds).
     if (call != Call::reset)
-        decision.policy = policies_.get(args.limit, [&] { return statements_.policy_unprepared(tx, args.limit); });
+        decision.policy = policies_.get(args.limit, args.key,
+                                        [&] { return statements_.policy_unprepared(tx, args.limit, args.key); });
     return decision;
 }
 
@@ -63,18 +65,19 @@ std::vector<Decision> LimiterCore::pooled_many(const BatchArgs &args) {
     // Not idempotent: an explicit transaction, as for request().
     run_pooled(false, [&](pqxx::transaction_base &tx) {
         decisions = statements_.run_many_prepared(tx, args);
-        const std::optional<Policy> policy =
-            policies_.get(args.limit, [&] { return statements_.policy_prepared(tx, args.limit); });
-        for (Decision &decision : decisions) decision.policy = policy;
+        // Each key's own policy: one read for a limit without overrides, one per key not cached otherwise.
+        for (std::size_t i = 0; i < decisions.size(); ++i)
+            decisions[i].policy = policies_.get(
+                args.limit, args.keys[i], [&] { return statements_.policy_prepared(tx, args.limit, args.keys[i]); });
     });
     return decisions;
 }
 
 std::vector<Decision> LimiterCore::in_transaction_many(pqxx::transaction_base &tx, const BatchArgs &args) {
     std::vector<Decision> decisions = statements_.run_many_unprepared(tx, args);
-    const std::optional<Policy> policy =
-        policies_.get(args.limit, [&] { return statements_.policy_unprepared(tx, args.limit); });
-    for (Decision &decision : decisions) decision.policy = policy;
+    for (std::size_t i = 0; i < decisions.size(); ++i)
+        decisions[i].policy = policies_.get(
+            args.limit, args.keys[i], [&] { return statements_.policy_unprepared(tx, args.limit, args.keys[i]); });
     return decisions;
 }
 

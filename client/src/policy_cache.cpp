@@ -1,31 +1,70 @@
 #include "policy_cache.hpp"
 
-namespace pg_ratelimit::detail {
+#include <iterator>
 
-std::optional<Policy> PolicyCache::get(const std::string &limit, const Fetch &fetch) {
-    if (ttl_.count() <= 0) return fetch();
+namespace pg_ratelimit::detail {
+namespace {
+
+std::string key_of(const std::string &limit, const std::string &key) {
+    std::string joined;
+    joined.reserve(limit.size() + 1 + key.size());
+    joined.append(limit).push_back('\0');
+    joined.append(key);
+    return joined;
+}
+
+}  // namespace
+
+std::optional<Policy> PolicyCache::get(const std::string &limit, const std::string &key, const Fetch &fetch) {
+    if (ttl_.count() <= 0) return fetch().policy;
+    bool marked = false;  // this thread set the limit entry's refreshing flag
     {
         const std::lock_guard<std::mutex> guard(mutex_);
         const auto found = entries_.find(limit);
         if (found != entries_.end()) {
             Entry &entry = found->second;
-            if (entry.refreshing || Clock::now() < entry.expires) return entry.policy;
-            entry.refreshing = true;  // this thread reads the row again; the others keep the old value meanwhile
+            const Clock::time_point now = Clock::now();
+            const bool fresh = entry.refreshing || now < entry.expires;
+            if (fresh && !entry.per_key) return entry.policy;
+            if (fresh) {
+                const auto own = keys_.find(key_of(limit, key));
+                if (own != keys_.end() && now < own->second.expires) return own->second.policy;
+            } else {
+                entry.refreshing = true;  // this thread reads again; the others keep the old value meanwhile
+                marked = true;
+            }
         }
     }
     // Fetched without holding the lock: it is a round trip to the server.
-    std::optional<Policy> fresh;
+    PolicyRead fresh;
     try {
         fresh = fetch();
     } catch (...) {
         const std::lock_guard<std::mutex> guard(mutex_);
         const auto found = entries_.find(limit);
-        if (found != entries_.end()) found->second.refreshing = false;
+        if (marked && found != entries_.end()) found->second.refreshing = false;
         throw;
     }
     const std::lock_guard<std::mutex> guard(mutex_);
-    entries_[limit] = Entry{fresh, Clock::now() + ttl_, false};
-    return fresh;
+    const Clock::time_point now = Clock::now();
+    entries_[limit] = Entry{fresh.per_key ? std::nullopt : fresh.policy, now + ttl_, false, fresh.per_key};
+    if (fresh.per_key) {
+        const std::string joined = key_of(limit, key);
+        if (keys_.find(joined) == keys_.end()) make_room(now);
+        keys_[joined] = KeyEntry{fresh.policy, now + ttl_};
+    }
+    return fresh.policy;
+}
+
+void PolicyCache::make_room(Clock::time_point now) {
+    if (keys_.size() < max_keys_) return;
+    for (auto it = keys_.begin(); it != keys_.end();) it = it->second.expires <= now ? keys_.erase(it) : std::next(it);
+    if (keys_.size() >= max_keys_) keys_.clear();
+}
+
+std::size_t PolicyCache::key_entries() {
+    const std::lock_guard<std::mutex> guard(mutex_);
+    return keys_.size();
 }
 
 }  // namespace pg_ratelimit::detail

@@ -44,11 +44,12 @@ Decision to_decision(const pqxx::result &result, Call call, const std::string &l
     return decision_from_columns(result.at(0), 0, limit);
 }
 
-std::optional<Policy> to_policy(const pqxx::result &result) {
-    if (result.empty()) return std::nullopt;
+PolicyRead to_policy(const pqxx::result &result) {
+    if (result.empty()) return PolicyRead{};
     const pqxx::row row = result[0];
-    return Policy{row[0].as<double>(), micros_from_seconds(row[1].c_str()), row[2].as<double>(),
-                  row[3].as<std::string>()};
+    return PolicyRead{
+        Policy{row[0].as<double>(), micros_from_seconds(row[1].c_str()), row[2].as<double>(), row[3].as<std::string>()},
+        row[4].as<bool>()};
 }
 
 // Runs exec(sql_or_name, params...) with the call's parameters; bad input becomes a typed exception.
@@ -94,8 +95,13 @@ Statements::Statements(const std::string &schema) {
         "SELECT r.key, r.\"position\", r.allowed, r.remaining, extract(epoch FROM r.retry_after),"
         " extract(epoch FROM r.reset_after) FROM " +
         prefix + "rate_limit_request_many($1::text[], $2::text, $3::float8[]) AS r";
-    policy_sql_ = "SELECT rate, extract(epoch FROM period), capacity, algorithm FROM " + prefix +
-                  "rate_limit_config WHERE name = $1::text";
+    // The key's own numbers (per-key tiers: rate_limit_policy), and whether the limit has overrides at all
+    // (policy_cache.hpp). Through the limit's row, as the caller's snapshot sees it: a limit whose row is
+    // not visible gives no row (an unknown policy), never an error that would abort the caller's
+    // transaction.
+    policy_sql_ = "SELECT p.rate, extract(epoch FROM p.period), p.capacity, p.algorithm, p.limit_has_overrides FROM " +
+                  prefix + "rate_limit_config AS c, LATERAL " + prefix +
+                  "rate_limit_policy($2::text, c.name) AS p WHERE c.name = $1::text";
 }
 
 void Statements::prepare_on(pqxx::connection_base &connection) const {
@@ -135,12 +141,14 @@ std::vector<Decision> Statements::run_many_unprepared(pqxx::transaction_base &tx
     return execute_many(args, [&](auto &&...params) { return tx.exec_params(many_sql_, params...); });
 }
 
-std::optional<Policy> Statements::policy_prepared(pqxx::transaction_base &tx, const std::string &limit) const {
-    return to_policy(with_typed_errors([&] { return tx.exec_prepared(POLICY_STATEMENT_NAME, limit); }));
+PolicyRead Statements::policy_prepared(pqxx::transaction_base &tx, const std::string &limit,
+                                       const std::string &key) const {
+    return to_policy(with_typed_errors([&] { return tx.exec_prepared(POLICY_STATEMENT_NAME, limit, key); }));
 }
 
-std::optional<Policy> Statements::policy_unprepared(pqxx::transaction_base &tx, const std::string &limit) const {
-    return to_policy(with_typed_errors([&] { return tx.exec_params(policy_sql_, limit); }));
+PolicyRead Statements::policy_unprepared(pqxx::transaction_base &tx, const std::string &limit,
+                                         const std::string &key) const {
+    return to_policy(with_typed_errors([&] { return tx.exec_params(policy_sql_, limit, key); }));
 }
 
 }  // namespace pg_ratelimit::detail

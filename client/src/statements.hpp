@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pg_ratelimit/decision.hpp"
+#include "policy_cache.hpp"
 
 namespace pg_ratelimit::detail {
 
@@ -59,10 +60,11 @@ class Statements {
     std::vector<Decision> run_many_prepared(pqxx::transaction_base &tx, const BatchArgs &args) const;
     std::vector<Decision> run_many_unprepared(pqxx::transaction_base &tx, const BatchArgs &args) const;
 
-    // The limit's rate, period and capacity from rate_limit_config, as tx sees it; nullopt without a
-    // visible row. Prepared, or one-off on the caller's connections, as above.
-    std::optional<Policy> policy_prepared(pqxx::transaction_base &tx, const std::string &limit) const;
-    std::optional<Policy> policy_unprepared(pqxx::transaction_base &tx, const std::string &limit) const;
+    // The key's rate, period and capacity under the limit (its override, if it has one:
+    // rate_limit_policy), and whether the limit has any override, as tx sees them; no policy without a
+    // visible row of the limit. Prepared, or one-off on the caller's connections, as above.
+    PolicyRead policy_prepared(pqxx::transaction_base &tx, const std::string &limit, const std::string &key) const;
+    PolicyRead policy_unprepared(pqxx::transaction_base &tx, const std::string &limit, const std::string &key) const;
 
   private:
     std::string sql_[4];  // by Call

@@ -66,7 +66,16 @@ class PolicyTest : public test_support::ServerTest {
                 SELECT * FROM public.rate_limit_refund($1, $2, $3) $$;
             CREATE FUNCTION @s.rate_limit_reset(text, text) RETURNS void LANGUAGE sql AS $$
                 INSERT INTO @s.calls VALUES ('reset');
-                SELECT public.rate_limit_reset($1, $2) $$;)";
+                SELECT public.rate_limit_reset($1, $2) $$;
+            CREATE FUNCTION @s.rate_limit_request_many(text[], text, float8[])
+                RETURNS TABLE (key text, "position" integer, allowed boolean, remaining bigint,
+                               retry_after interval, reset_after interval) LANGUAGE sql AS $$
+                INSERT INTO @s.calls VALUES ('request_many');
+                SELECT * FROM public.rate_limit_request_many($1, $2, $3) $$;
+            CREATE FUNCTION @s.rate_limit_policy(key text, limit_name text, OUT algorithm text, OUT rate float8,
+                                                 OUT period interval, OUT capacity float8, OUT max_reserved float8,
+                                                 OUT overridden boolean, OUT limit_has_overrides boolean)
+                LANGUAGE sql AS $$ SELECT * FROM public.rate_limit_policy($1, $2) $$;)";
         for (std::size_t at = sql.find("@s"); at != std::string::npos; at = sql.find("@s", at))
             sql.replace(at, 2, schema);
         test_support::exec(sql);
@@ -326,4 +335,55 @@ TEST_F(PolicyTest, ThreadsShareTheCache) {
     const auto periods = std::chrono::duration_cast<milliseconds>(elapsed).count() / 200 + 1;
     EXPECT_LE(config_reads(), static_cast<int>(options.pool_size + periods)) << "over " << periods << " ttl periods";
     EXPECT_EQ(calls(), threads * per_thread);
+}
+
+// Per-key tiers: a key with an override carries its own numbers (RateLimit-Policy shows them), the other
+// keys the limit's, in every kind of call.
+TEST_F(PolicyTest, OverriddenKeyCarriesItsOwnPolicy) {
+    test_support::exec("SELECT rate_limit_override('" + key + "', '" + limit + "', 30)");
+    const std::string other = test_support::unique_key("other");
+    pr::Limiter limiter{test_support::conninfo()};
+    const pr::Decision own = limiter.request(key, limit);
+    ASSERT_TRUE(own.policy.has_value());
+    EXPECT_EQ(own.policy->capacity, 30);  // the limit's capacity 3, scaled by the rates 30 / 3
+    EXPECT_EQ(own.policy->rate, 30);
+    EXPECT_EQ(own.remaining, 29);
+    EXPECT_EQ(pr::ratelimit_policy_field(own), "\"" + limit + "\";q=30;w=60");
+    const pr::Decision theirs = limiter.request(other, limit);
+    ASSERT_TRUE(theirs.policy.has_value());
+    EXPECT_EQ(theirs.policy->capacity, 3);
+    EXPECT_EQ(theirs.remaining, 2);
+    {
+        auto conn = test_support::connect();
+        pqxx::work tx{*conn};
+        EXPECT_EQ(limiter.check(tx, key, limit).policy->capacity, 30);
+        EXPECT_EQ(limiter.check(tx, other, limit).policy->capacity, 3);
+        const auto in_tx = limiter.request_many(tx, {other, key}, limit);
+        EXPECT_EQ(in_tx.at(0).policy->capacity, 3);
+        EXPECT_EQ(in_tx.at(1).policy->capacity, 30);
+        tx.commit();
+    }
+    const auto batch = limiter.request_many({key, other, key}, limit);
+    ASSERT_EQ(batch.size(), 3u);
+    EXPECT_EQ(batch[0].policy->capacity, 30);
+    EXPECT_EQ(batch[1].policy->capacity, 3);
+    EXPECT_EQ(batch[2].policy->capacity, 30);
+}
+
+// A limit without overrides is read once for any number of keys; the keys of a limit with overrides are
+// read one by one (and each once within the TTL).
+TEST_F(PolicyTest, LimitsWithOverridesAreReadPerKey) {
+    pr::Limiter limiter{test_support::conninfo(), counting_options(std::chrono::hours{1})};
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(limiter.request(test_support::unique_key("plain"), limit).policy->capacity, 3);
+    EXPECT_EQ(config_reads(), 1);
+    const std::string tiered = test_support::define_limit("tiered", 3, "1 minute", 3);
+    test_support::exec("SELECT rate_limit_override('gold', '" + tiered + "', 6)");
+    const std::string keys[] = {"gold", test_support::unique_key("a"), test_support::unique_key("b")};
+    for (int round = 0; round < 2; ++round)
+        for (const std::string &k : keys) EXPECT_EQ(limiter.check(k, tiered).policy->capacity, k == "gold" ? 6 : 3);
+    EXPECT_EQ(config_reads(), 1 + 3);
+    const auto batch = limiter.request_many({keys[1], keys[2], "gold"}, tiered);
+    EXPECT_EQ(batch.at(2).policy->capacity, 6);
+    EXPECT_EQ(config_reads(), 1 + 3);  // all cached
 }

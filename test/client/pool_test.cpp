@@ -182,7 +182,12 @@ TEST_F(PoolTest, InDoubtPooledCommitIsSurfaced) {
             RETURNS public.rate_limit_decision LANGUAGE sql AS $$ SELECT * FROM public.rate_limit_check($1, $2, $3) $$;
         CREATE FUNCTION )" +
                        s + R"(.rate_limit_reset(text, text)
-            RETURNS void LANGUAGE sql AS $$ SELECT public.rate_limit_reset($1, $2) $$;)");
+            RETURNS void LANGUAGE sql AS $$ SELECT public.rate_limit_reset($1, $2) $$;
+        CREATE FUNCTION )" +
+                       s + R"(.rate_limit_policy(text, text)
+            RETURNS TABLE (algorithm text, rate float8, period interval, capacity float8, max_reserved float8,
+                           overridden boolean, limit_has_overrides boolean)
+            LANGUAGE sql AS $$ SELECT * FROM public.rate_limit_policy($1, $2) $$;)");
     pr::Options options;
     options.schema = s;
     pr::Limiter limiter{test_support::conninfo(), options};

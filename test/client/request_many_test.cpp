@@ -401,7 +401,13 @@ TEST_F(RequestManyTest, MissingBatchFunctionFailsOnlyTheBatchCall) {
         s +
         ".rate_limit_refund(text, text, float8) RETURNS public.rate_limit_decision"
         " LANGUAGE sql AS 'SELECT * FROM public.rate_limit_refund($1, $2, $3)'; CREATE FUNCTION " +
-        s + ".rate_limit_reset(text, text) RETURNS void LANGUAGE sql AS 'SELECT public.rate_limit_reset($1, $2)'");
+        s +
+        ".rate_limit_reset(text, text) RETURNS void LANGUAGE sql AS 'SELECT public.rate_limit_reset($1, $2)';"
+        " CREATE FUNCTION " +
+        s +
+        ".rate_limit_policy(text, text) RETURNS TABLE (algorithm text, rate float8, period interval,"
+        " capacity float8, max_reserved float8, overridden boolean, limit_has_overrides boolean)"
+        " LANGUAGE sql AS 'SELECT * FROM public.rate_limit_policy($1, $2)'");
     pr::Options options;
     options.schema = s;
     pr::Limiter wrapped{test_support::conninfo(), options};

@@ -9,8 +9,9 @@
 
 namespace pg_ratelimit {
 
-// A named limit's definition, as read from rate_limit_config by the Limiter at most
-// Options::policy_ttl (30 s by default) before the decision: cached per Limiter and limit name.
+// A named limit's definition as it applies to the key (the key's override of its rate and capacity, if it
+// has one: rate_limit_override), as read by the Limiter at most Options::policy_ttl (30 s by default)
+// before the decision: cached per Limiter and limit name, and per key for limits with overrides.
 struct Policy {
     double rate = 0;                      // units added per period
     std::chrono::microseconds period{0};  // refill period (token bucket, GCRA) or window length (windows)

@@ -39,6 +39,10 @@ struct Options {
     // (allowed, remaining and the other figures come from the server on every call and are never
     // stale). 0 reads the row on every call.
     std::chrono::milliseconds policy_ttl{30000};
+    // Per-key tiers (rate_limit_override): a limit with overrides has a policy per key, read per key and
+    // kept for policy_ttl like a limit's, for at most this many keys per Limiter (beyond, the expired ones
+    // are dropped, then all). Limits without overrides take one entry whatever the number of keys.
+    std::size_t policy_keys = 10000;
 };
 
 // Cumulative counters of the pooled calls' retry loops (run_transaction reports through

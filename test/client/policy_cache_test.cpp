@@ -1,0 +1,106 @@
+// The Limiter's policy cache (client/src/policy_cache.hpp), without a server: how many reads it makes
+// for limits with and without per-key overrides, and the bound on per-key entries.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "policy_cache.hpp"
+
+namespace pr = pg_ratelimit;
+using pr::detail::PolicyCache;
+using pr::detail::PolicyRead;
+using std::chrono::milliseconds;
+
+namespace {
+
+// A server stand-in: the limit's numbers, "gold" with ten times the capacity when the limit has
+// overrides; counts the reads.
+struct FakeServer {
+    bool overrides = false;
+    int reads = 0;
+    PolicyCache::Fetch fetch_for(const std::string &key) {
+        return [this, key] {
+            ++reads;
+            const double capacity = overrides && key == "gold" ? 100 : 10;
+            return PolicyRead{pr::Policy{capacity, std::chrono::seconds{60}, capacity, "token_bucket"}, overrides};
+        };
+    }
+};
+
+double capacity_of(PolicyCache &cache, FakeServer &server, const std::string &key) {
+    const std::optional<pr::Policy> policy = cache.get("api", key, server.fetch_for(key));
+    return policy ? policy->capacity : -1;
+}
+
+}  // namespace
+
+TEST(PolicyCacheTest, LimitWithoutOverridesIsReadOnceForAllKeys) {
+    PolicyCache cache{milliseconds{60000}};
+    FakeServer server;
+    for (const char *key : {"a", "b", "c", "gold", "a"}) EXPECT_EQ(capacity_of(cache, server, key), 10);
+    EXPECT_EQ(server.reads, 1);
+    EXPECT_EQ(cache.key_entries(), 0u);
+}
+
+TEST(PolicyCacheTest, LimitWithOverridesIsReadPerKeyAndCached) {
+    PolicyCache cache{milliseconds{60000}};
+    FakeServer server;
+    server.overrides = true;
+    EXPECT_EQ(capacity_of(cache, server, "gold"), 100);
+    EXPECT_EQ(capacity_of(cache, server, "bronze"), 10);
+    EXPECT_EQ(capacity_of(cache, server, "gold"), 100);
+    EXPECT_EQ(capacity_of(cache, server, "bronze"), 10);
+    EXPECT_EQ(server.reads, 2);
+    EXPECT_EQ(cache.key_entries(), 2u);
+}
+
+TEST(PolicyCacheTest, OverridesAppearAndGoAfterTheTtl) {
+    PolicyCache cache{milliseconds{50}};
+    FakeServer server;
+    EXPECT_EQ(capacity_of(cache, server, "gold"), 10);
+    server.overrides = true;
+    EXPECT_EQ(capacity_of(cache, server, "gold"), 10);  // still the limit's, within the TTL
+    std::this_thread::sleep_for(milliseconds{80});
+    EXPECT_EQ(capacity_of(cache, server, "gold"), 100);
+    EXPECT_EQ(capacity_of(cache, server, "other"), 10);
+    server.overrides = false;
+    std::this_thread::sleep_for(milliseconds{80});
+    const int before = server.reads;
+    EXPECT_EQ(capacity_of(cache, server, "gold"), 10);
+    EXPECT_EQ(capacity_of(cache, server, "other"), 10);  // the limit's entry again: no read
+    EXPECT_EQ(server.reads, before + 1);
+}
+
+TEST(PolicyCacheTest, PerKeyEntriesAreBounded) {
+    PolicyCache cache{milliseconds{60000}, 3};
+    FakeServer server;
+    server.overrides = true;
+    for (int i = 0; i < 10; ++i) {
+        EXPECT_EQ(capacity_of(cache, server, "k" + std::to_string(i)), 10);
+        EXPECT_LE(cache.key_entries(), 3u);
+    }
+    EXPECT_EQ(server.reads, 10);
+    EXPECT_EQ(capacity_of(cache, server, "gold"), 100);
+    EXPECT_LE(cache.key_entries(), 3u);
+}
+
+TEST(PolicyCacheTest, ZeroTtlReadsEveryTime) {
+    PolicyCache cache{milliseconds{0}};
+    FakeServer server;
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(capacity_of(cache, server, "a"), 10);
+    EXPECT_EQ(server.reads, 3);
+}
+
+TEST(PolicyCacheTest, FailedReadLeavesTheCacheAsItWas) {
+    PolicyCache cache{milliseconds{50}};
+    FakeServer server;
+    EXPECT_EQ(capacity_of(cache, server, "a"), 10);
+    std::this_thread::sleep_for(milliseconds{80});
+    EXPECT_THROW((void)cache.get("api", "a", []() -> PolicyRead { throw std::runtime_error("lost"); }),
+                 std::runtime_error);
+    EXPECT_EQ(capacity_of(cache, server, "a"), 10);  // the expired entry is read again, not stuck refreshing
+    EXPECT_EQ(server.reads, 2);
+}
