@@ -17,6 +17,7 @@
 #include "clock.hpp"
 #include "config_relation.hpp"
 #include "core/algorithms.hpp"
+#include "core/calendar.hpp"
 #include "core/rescale.hpp"
 #include "core/shards.hpp"
 #include "core/validate.hpp"
@@ -31,6 +32,7 @@
 #include "override_store.hpp"
 #include "state_access.hpp"
 #include "state_relations.hpp"
+#include "time_zones.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -226,29 +228,39 @@ Datum policy_body(FunctionCallInfo fcinfo) {
     TupleDesc desc = nullptr;
     if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
         elog(ERROR, "return type must be a row type");
-    constexpr Oid TYPES[] = {TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID, BOOLOID, BOOLOID};
-    bool shape = desc->natts == 7;
-    for (int i = 0; shape && i < 7; ++i) shape = TupleDescAttr(desc, i)->atttypid == TYPES[i];
+    constexpr Oid TYPES[] = {TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID, BOOLOID, BOOLOID, TEXTOID};
+    constexpr int COLUMNS = sizeof(TYPES) / sizeof(TYPES[0]);
+    bool shape = desc->natts == COLUMNS;
+    for (int i = 0; shape && i < COLUMNS; ++i) shape = TupleDescAttr(desc, i)->atttypid == TYPES[i];
     if (!shape)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("pg_ratelimit cannot return these columns: they are not (algorithm text, rate float8,"
                                " period interval, capacity float8, max_reserved float8, overridden boolean,"
-                               " limit_has_overrides boolean)"),
+                               " limit_has_overrides boolean, time_zone text)"),
                         errhint("Re-create the extension.")));
     const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
     bool overridden = false;
     const core::Limit effective = effective_limit(context, limit, limit_name, key, &overridden);
     const bool any = overridden || limit_has_overrides(context, limit_name);
-    Datum values[7];
-    bool nulls[7] = {false, false, false, false, false, false, false};
+    Datum values[COLUMNS];
+    bool nulls[COLUMNS] = {false, false, false, false, false, false, false, false};
     values[0] = CStringGetTextDatum(algorithm_name(effective.algorithm));
     values[1] = Float8GetDatum(effective.rate);
-    values[2] = IntervalPGetDatum(interval_from_micros(effective.period));
+    // A calendar's period is the window in progress (a month of 28 to 31 days, a day of 23 to 25 hours).
+    const core::Calendar &calendar = effective.calendar;
+    core::Micros period = effective.period;
+    if (calendar.unit != core::CalendarUnit::none) {
+        const core::CalendarIndex window = core::calendar_index(calendar, clock_now());
+        period = core::calendar_start(calendar, window + 1) - core::calendar_start(calendar, window);
+    }
+    values[2] = IntervalPGetDatum(interval_from_micros(period));
     values[3] = Float8GetDatum(effective.capacity);
     nulls[4] = std::isinf(effective.max_reserved);
     values[4] = Float8GetDatum(nulls[4] ? 0 : effective.max_reserved);
     values[5] = BoolGetDatum(overridden);
     values[6] = BoolGetDatum(any);
+    nulls[7] = calendar.unit == core::CalendarUnit::none;
+    values[7] = nulls[7] ? 0 : CStringGetTextDatum(time_zone_name(*calendar.zone));
     return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
 }
 

@@ -309,10 +309,10 @@ COMMENT ON FUNCTION @extschema@.rate_limit_override_drop(text, text) IS
 CREATE FUNCTION @extschema@.rate_limit_policy(
     key text, limit_name text DEFAULT 'default',
     OUT algorithm text, OUT rate float8, OUT period interval, OUT capacity float8, OUT max_reserved float8,
-    OUT overridden boolean, OUT limit_has_overrides boolean)
+    OUT overridden boolean, OUT limit_has_overrides boolean, OUT time_zone text)
 AS 'MODULE_PATHNAME', 'rate_limit_policy' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_policy(text, text) IS
-    'the numbers key is decided under for the limit (its override, if it has one; max_reserved NULL: unlimited), and whether the limit has any override';
+    'the numbers key is decided under for the limit (its override, if it has one; max_reserved NULL: unlimited), whether the limit has any override, and a calendar''s zone (its period: the window in progress)';
 
 -- Least privilege, as above for the rest (this block's objects were created after that one ran).
 DO $$

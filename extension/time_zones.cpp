@@ -18,7 +18,7 @@ const pg_tz *pg_zone(const core::TimeZone &zone) { return static_cast<const pg_t
 
 core::Micros offset_at(const core::TimeZone &zone, core::Micros utc) noexcept {
     // pg_localtime counts whole seconds since 1970; offsets are whole seconds.
-    constexpr pg_time_t EPOCH_SHIFT = (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY;
+    constexpr pg_time_t EPOCH_SHIFT = static_cast<pg_time_t>(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY;
     const pg_time_t seconds = utc / USECS_PER_SEC - (utc % USECS_PER_SEC < 0 ? 1 : 0) + EPOCH_SHIFT;
     const struct pg_tm *local = pg_localtime(&seconds, pg_zone(zone));
     return local == nullptr ? 0 : static_cast<core::Micros>(local->tm_gmtoff) * USECS_PER_SEC;

@@ -47,9 +47,9 @@ Decision to_decision(const pqxx::result &result, Call call, const std::string &l
 PolicyRead to_policy(const pqxx::result &result) {
     if (result.empty()) return PolicyRead{};
     const pqxx::row row = result[0];
-    return PolicyRead{
-        Policy{row[0].as<double>(), micros_from_seconds(row[1].c_str()), row[2].as<double>(), row[3].as<std::string>()},
-        row[4].as<bool>()};
+    return PolicyRead{Policy{row[0].as<double>(), micros_from_seconds(row[1].c_str()), row[2].as<double>(),
+                             row[3].as<std::string>(), row[5].is_null() ? std::string{} : row[5].as<std::string>()},
+                      row[4].as<bool>()};
 }
 
 // Runs exec(sql_or_name, params...) with the call's parameters; bad input becomes a typed exception.
@@ -99,9 +99,11 @@ Statements::Statements(const std::string &schema) {
     // (policy_cache.hpp). Through the limit's row, as the caller's snapshot sees it: a limit whose row is
     // not visible gives no row (an unknown policy), never an error that would abort the caller's
     // transaction.
-    policy_sql_ = "SELECT p.rate, extract(epoch FROM p.period), p.capacity, p.algorithm, p.limit_has_overrides FROM " +
-                  prefix + "rate_limit_config AS c, LATERAL " + prefix +
-                  "rate_limit_policy($2::text, c.name) AS p WHERE c.name = $1::text";
+    policy_sql_ =
+        "SELECT p.rate, extract(epoch FROM p.period), p.capacity, p.algorithm, p.limit_has_overrides,"
+        " p.time_zone FROM " +
+        prefix + "rate_limit_config AS c, LATERAL " + prefix +
+        "rate_limit_policy($2::text, c.name) AS p WHERE c.name = $1::text";
 }
 
 void Statements::prepare_on(pqxx::connection_base &connection) const {

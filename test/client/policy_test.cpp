@@ -163,7 +163,38 @@ TEST_F(PolicyTest, EveryAlgorithmCarriesItsPolicy) {
         EXPECT_EQ(d.policy->capacity, c.capacity) << c.algorithm;
         EXPECT_EQ(field(d.headers(), "RateLimit-Policy"), "\"" + limit + "\"" + c.field) << c.algorithm;
         EXPECT_EQ(d.remaining, static_cast<std::int64_t>(c.capacity) - 1) << c.algorithm;
+        EXPECT_TRUE(d.policy->time_zone.empty()) << c.algorithm;
     }
+}
+
+// A calendar quota's policy is the window in progress: this month in Paris, as long as PostgreSQL's own
+// calendar arithmetic says it is (28 to 31 days, give or take the hour of a daylight-saving change).
+TEST_F(PolicyTest, CalendarPolicyIsTheMonthInProgress) {
+    std::int64_t month_seconds = 0;
+    {
+        auto conn = test_support::connect();
+        pqxx::work tx{*conn};
+        tx.exec_params("SELECT rate_limit_define($1, 1000, '1 month', 'fixed_window', time_zone => 'Europe/Paris')",
+                       limit);
+        month_seconds =
+            tx.exec1(
+                  "SELECT extract(epoch FROM (date_trunc('month', now() AT TIME ZONE 'Europe/Paris')"
+                  " + interval '1 month') AT TIME ZONE 'Europe/Paris'"
+                  " - date_trunc('month', now() AT TIME ZONE 'Europe/Paris') AT TIME ZONE 'Europe/Paris')")[0]
+                .as<std::int64_t>();
+        tx.commit();
+    }
+    pr::Options options;
+    options.policy_ttl = milliseconds{0};
+    pr::Limiter limiter{test_support::conninfo(), options};
+    const pr::Decision d = limiter.request(key, limit);
+    ASSERT_TRUE(d.policy.has_value());
+    EXPECT_EQ(d.policy->time_zone, "Europe/Paris");
+    EXPECT_EQ(d.policy->algorithm, "fixed_window");
+    EXPECT_EQ(d.policy->period, seconds{month_seconds});
+    EXPECT_GE(month_seconds, 28 * 86400 - 3600);
+    EXPECT_LE(month_seconds, 31 * 86400 + 3600);
+    EXPECT_EQ(field(d.headers(), "RateLimit-Policy"), "\"" + limit + "\";q=1000;w=" + std::to_string(month_seconds));
 }
 
 // The point of the cache: with a fresh entry, a call is the rate_limit_* function alone. Only the first

@@ -18,6 +18,10 @@ struct Policy {
     double capacity = 0;                  // most units a key can hold: the burst (the rate, sliding window)
     // "token_bucket", "gcra", "fixed_window" or "sliding_window".
     std::string algorithm{};
+    // A calendar quota's time zone (a fixed window of calendar days, weeks or months; "UTC" for months
+    // without one): period is then the length of the window in progress when the policy was read. Empty
+    // for every other limit.
+    std::string time_zone{};
 };
 
 // One HTTP header field, ready to add to a response.
