@@ -31,6 +31,7 @@ OBJS = \
 	extension/limit_lock.o \
 	extension/memory_state.o \
 	extension/module.o \
+	extension/rate_limit_exceeded.o \
 	extension/request_functions.o \
 	extension/settle.o \
 	extension/state_access.o \
