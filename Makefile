@@ -37,6 +37,7 @@ OBJS = \
 	extension/override_relation.o \
 	extension/override_store.o \
 	extension/override_triggers.o \
+	extension/rate_limit_exceeded.o \
 	extension/request_functions.o \
 	extension/settle.o \
 	extension/state_access.o \

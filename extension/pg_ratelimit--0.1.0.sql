@@ -192,6 +192,23 @@ CREATE FUNCTION @extschema@.rate_limit_reset(key text, limit_name text DEFAULT '
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_reset' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_reset(text, text) IS 'key starts over at full capacity';
 
+-- rate_limit_request for callers that want an error, not a row: returns nothing when the units were
+-- consumed, and raises SQLSTATE RL001 when denied (DETAIL: a JSON object with limit, key and retry_after
+-- in seconds), so the caller's transaction rolls back: usable from triggers as a CHECK on the rate.
+CREATE FUNCTION @extschema@.rate_limit_enforce(key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1)
+RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_enforce' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_enforce(text, text, float8) IS
+    'consumes cost units for key, or raises SQLSTATE RL001 (DETAIL: {"limit","key","retry_after"} as JSON) when denied';
+
+-- Reserve, then settle: trues a reservation of `reserved` units up to the work's `actual` cost. Less gives
+-- the difference back (never above capacity); more takes it whatever the balance, into debt beyond
+-- max_reserved if it must (the work is done). Always allowed.
+CREATE FUNCTION @extschema@.rate_limit_settle(key text, limit_name text, reserved float8, actual float8)
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_settle' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_settle(text, text, float8, float8) IS
+    'trues a reservation of reserved units up to the actual cost: gives back the difference or takes the extra, into debt if it must';
+
 CREATE FUNCTION @extschema@.rate_limit_cleanup(limit_name text DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'rate_limit_cleanup' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_cleanup(text) IS
@@ -252,6 +269,10 @@ REVOKE ALL ON FUNCTION @extschema@.rate_limit_define, @extschema@.rate_limit_dro
 GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_request, @extschema@.rate_limit_request_many,
                           @extschema@.rate_limit_check TO PUBLIC;
 GRANT SELECT ON @extschema@.rate_limit_config TO PUBLIC;
+-- rate_limit_enforce can only consume, like rate_limit_request; rate_limit_settle gives units back, like
+-- rate_limit_refund.
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_settle FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_enforce TO PUBLIC;
 
 -- ---------------------------------------------------------------------------------------------------------
 -- Per-key tiers: an override gives one key other numbers (rate, capacity, max_reserved) for a named limit;

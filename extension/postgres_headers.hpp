@@ -56,6 +56,7 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
+#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"

@@ -9,6 +9,7 @@
 #include "memory_state.hpp"
 #include "message_text.hpp"
 #include "override_cache.hpp"
+#include "rate_limit_exceeded.hpp"
 #include "settle.hpp"
 #include "state_relations.hpp"
 
@@ -186,6 +187,60 @@ Datum reset_body(FunctionCallInfo fcinfo) {
     PG_RETURN_VOID();
 }
 
+// rate_limit_enforce(key, limit_name, cost) -> void: rate_limit_request, raising RL001 (rate_limit_exceeded.hpp)
+// instead of returning a denial, so that the caller's transaction (a trigger's statement, say) fails.
+Datum enforce_body(FunctionCallInfo fcinfo) {
+    const CallContext context = call_context(fcinfo, false);
+    text *key = key_arg(fcinfo, 0);
+    text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
+    const double cost = cost_arg(fcinfo, 2);
+    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    require_cost_fits(limit, cost, limit_name);
+    const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
+    if (!outcome.allowed) raise_rate_limit_exceeded(limit_name, key, outcome.retry_after);
+    PG_RETURN_VOID();
+}
+
+// A reserved or actual amount of rate_limit_settle: NULL, NaN, negative, infinite or outside
+// {0} and [MIN_UNITS, MAX_UNITS] is refused (0: nothing reserved, or the work cost nothing).
+double settled_amount_arg(FunctionCallInfo fcinfo, int argno, const char *argname) {
+    if (PG_ARGISNULL(argno))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argname)));
+    const double amount = PG_GETARG_FLOAT8(argno);
+    if (amount != 0 && !core::valid_units(amount))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%s must be 0 or between %s and %s", argname, number_text(core::MIN_UNITS),
+                               number_text(core::MAX_UNITS)),
+                        errdetail("%s is %s.", argname, number_text(amount))));
+    return amount == 0 ? 0.0 : amount;  // -0 is 0
+}
+
+// rate_limit_settle(key, limit_name, reserved, actual) -> rate_limit_decision: trues a reservation of
+// `reserved` units up to the work's actual cost in one decision. Less: the difference goes back (a refund,
+// never above capacity). More: the difference is taken whatever the balance (core::take: into debt beyond
+// max_reserved, since the work is done). Equal: the key's state, nothing written. Always allowed.
+Datum settle_reservation_body(FunctionCallInfo fcinfo) {
+    const CallContext context = call_context(fcinfo, true);
+    text *key = key_arg(fcinfo, 0);
+    text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
+    const double reserved = settled_amount_arg(fcinfo, 2, "reserved");
+    const double actual = settled_amount_arg(fcinfo, 3, "actual");
+    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    // No request can have reserved more than a (shard's) capacity.
+    if (reserved > 0 && core::validate_cost(limit, reserved) == core::CostProblem::exceeds_capacity)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("reserved %s exceeds the capacity %s of %s \"%s\"", number_text(reserved),
+                               number_text(limit.capacity / limit.shards),
+                               limit.shards > 1 ? "one shard of rate limit" : "rate limit",
+                               clipped_text(text_to_cstring(limit_name))),
+                        errdetail("No request can have reserved that much.")));
+    const bool gives_back = actual < reserved;
+    const double difference = gives_back ? reserved - actual : actual - reserved;
+    return decision_datum(context, limit,
+                          decide_key(context, limit, limit_name, key,
+                                     gives_back ? SettleMode::refund : SettleMode::take, difference, false));
+}
+
 }  // namespace
 }  // namespace pg_ratelimit
 
@@ -195,3 +250,5 @@ PG_RATELIMIT_SQL_FUNCTION(rate_limit_check, pg_ratelimit::check_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_throttle, pg_ratelimit::throttle_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_refund, pg_ratelimit::refund_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_reset, pg_ratelimit::reset_body)
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_enforce, pg_ratelimit::enforce_body)
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_settle, pg_ratelimit::settle_reservation_body)

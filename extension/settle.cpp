@@ -35,6 +35,7 @@ bool attempt(const StateAccess &access, StateHandle *handle, int16 shard, int at
     const core::State *current = *found ? stored : nullptr;
     const core::Micros now = clock_now();  // after the row lock: a waiter decides at its own turn
     *decided = mode == SettleMode::refund ? core::refund(limit, current, now, cost, origin)
+               : mode == SettleMode::take ? core::take(limit, current, now, cost, origin)
                                           : core::request(limit, current, now, cost, reserve, origin);
     if (mode == SettleMode::check || !decided->write) {
         if (!*found) access.rely_on_absence(handle, shard);
@@ -78,9 +79,11 @@ core::Outcome settle_sharded(const StateAccess &access, StateHandle *handle, con
     const core::Micros now = clock_now();
     // A transaction that wrote one of the key's shards may not wait for another's (held_shards.hpp).
     const bool may_wait = !access.transactional || !holds_key_shard(handle->target);
+    // A take goes where a reservation of the same cost would: the fullest shards first.
+    const bool reserving = reserve || mode == SettleMode::take;
     const int chosen = mode == SettleMode::refund
                            ? core::choose_shard_for_refund(shard, views, count, now, origin, may_wait)
-                           : core::choose_shard_for_request(shard, views, count, now, cost, reserve, origin,
+                           : core::choose_shard_for_request(shard, views, count, now, cost, reserving, origin,
                                                             pg_prng_uint64(&pg_global_prng_state), may_wait);
     if (chosen < 0) {
         // A refund, and no shard has a row: every shard is full, nothing to give back.
@@ -94,8 +97,9 @@ core::Outcome settle_sharded(const StateAccess &access, StateHandle *handle, con
     if (access.transactional && mode != SettleMode::check && decided.write) remember_key_shard(handle->target);
     // The figures of the other shards come from the peek, of the chosen one from what it decided on.
     views[chosen] = found ? core::ShardView{stored, true, false} : core::ShardView{};
+    // A take reports like a refund: always allowed, retry_after until every shard is out of debt.
     return core::combine_shards(shard, views, count, chosen, decided, clock_now(), cost, reserve,
-                                mode == SettleMode::refund, origin);
+                                mode == SettleMode::refund || mode == SettleMode::take, origin);
 }
 
 }  // namespace

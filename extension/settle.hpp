@@ -14,7 +14,8 @@
 
 namespace pg_ratelimit {
 
-enum class SettleMode { request, check, refund };
+// take: core::take (rate_limit_settle's extra cost), always allowed, into debt if it must.
+enum class SettleMode { request, check, refund, take };
 
 core::Outcome settle(const StateTarget &target, const core::Limit &limit, SettleMode mode, double cost, bool reserve,
                      core::Micros origin);

@@ -448,6 +448,39 @@ INSERT INTO cases (fn, arg, label, statement) VALUES
     ('rate_limit_config_row', '(none)', 'the trigger function called directly',
      'SELECT rate_limit_config_row()::text');
 
+-- rate_limit_enforce and rate_limit_settle, crossed the same way (numbered after the others).
+-- settle's amounts are 0 or units; the key in debt takes both ways of settling.
+INSERT INTO arguments VALUES
+    ('rate_limit_enforce', 1, 'key', 'key', $$'half'$$),
+    ('rate_limit_enforce', 2, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_enforce', 3, 'cost', 'float8', '1'),
+    ('rate_limit_settle', 1, 'key', 'key', $$'debt'$$),
+    ('rate_limit_settle', 2, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_settle', 3, 'reserved', 'float8', '3'),
+    ('rate_limit_settle', 4, 'actual', 'float8', '2');
+INSERT INTO cases (fn, arg, label, statement)
+SELECT a.fn, a.arg, v.label,
+       format('SELECT %s(%s)::text%s', a.fn,
+              (SELECT string_agg(CASE WHEN o.pos = a.pos THEN v.expr ELSE o.good END, ', ' ORDER BY o.pos)
+                 FROM arguments o WHERE o.fn = a.fn),
+              v.from_clause)
+  FROM arguments a JOIN argument_values v ON v.kind = a.kind
+ WHERE a.fn IN ('rate_limit_enforce', 'rate_limit_settle')
+ ORDER BY a.fn, a.pos, v.n;
+INSERT INTO cases (fn, arg, label, statement) VALUES
+    ('rate_limit_enforce', '(all)', 'all NULL', 'SELECT rate_limit_enforce(NULL, NULL, NULL)::text'),
+    ('rate_limit_enforce', 'cost', '6 on half (5 left): RL001',
+     $$SELECT rate_limit_enforce('half', 'tb', 6)::text$$),
+    ('rate_limit_enforce', 'cost', '11 on tb (capacity 10)', $$SELECT rate_limit_enforce('half', 'tb', 11)::text$$),
+    ('rate_limit_settle', '(all)', 'all NULL', 'SELECT rate_limit_settle(NULL, NULL, NULL, NULL)::text'),
+    ('rate_limit_settle', 'reserved', '10 on tb (capacity 10)', $$SELECT rate_limit_settle('debt', 'tb', 10, 2)::text$$),
+    ('rate_limit_settle', 'reserved', '10.0000000000001 (capacity 10)',
+     $$SELECT rate_limit_settle('debt', 'tb', 10.0000000000001, 2)::text$$),
+    ('rate_limit_settle', 'actual', '1e12 on the key in debt',
+     $$SELECT rate_limit_settle('debt', 'tb', 3, 1e12)::text$$),
+    ('rate_limit_settle', 'actual', 'equal to reserved', $$SELECT rate_limit_settle('debt', 'tb', 3, 3)::text$$),
+    ('rate_limit_settle', 'actual', 'both 0', $$SELECT rate_limit_settle('debt', 'tb', 0, 0)::text$$);
+
 -- The harness itself: a call that writes and then fails must show its write (it is not counted as a case).
 CREATE FUNCTION pg_temp.write_then_fail() RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -557,7 +590,7 @@ SELECT fn, count(*) AS cases, count(*) FILTER (WHERE outcome NOT LIKE 'ok%') AS 
                                            'rate_limit_reset', 'rate_limit_define', 'rate_limit_drop',
                                            'rate_limit_cleanup', 'rate_limit_override',
                                            'rate_limit_override_drop', 'rate_limit_policy',
-                                           'rate_limit_config_changed', 'rate_limit_config_row'], fn);
+                                           'rate_limit_config_changed', 'rate_limit_config_row'], fn), fn;
 SELECT count(*) AS extreme_cases, count(*) FILTER (WHERE outcome LIKE 'ok%') AS ok FROM extreme_results;
 -- Errors by SQLSTATE (22021, 22007, 54000 and 0A000 are PostgreSQL's own, raised before the function runs).
 SELECT left(outcome, 5) AS sqlstate, count(*) FROM results WHERE outcome NOT LIKE 'ok%'

@@ -64,6 +64,24 @@ RESET ROLE;
 REVOKE EXECUTE ON FUNCTION rate_limit_override, rate_limit_override_drop FROM regress_rl_app;
 SELECT count(*) AS overrides FROM rate_limit_override WHERE limit_name = 'priv';
 
+-- rate_limit_enforce only consumes, like rate_limit_request: everyone may call it, and the lockdown covers
+-- it too. rate_limit_settle can give units back, like rate_limit_refund: only when granted.
+SET ROLE regress_rl_app;
+SELECT rate_limit_enforce('e', 'priv');
+SELECT allowed FROM rate_limit_settle('e', 'priv', 1, 0);
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION rate_limit_enforce(text, text, float8) FROM PUBLIC;
+SET ROLE regress_rl_app;
+SELECT rate_limit_enforce('e', 'priv');
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION rate_limit_enforce(text, text, float8) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION rate_limit_settle(text, text, float8, float8) TO regress_rl_app;
+SET ROLE regress_rl_app;
+SELECT allowed, remaining FROM rate_limit_settle('e', 'priv', 1, 0);
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION rate_limit_settle(text, text, float8, float8) FROM regress_rl_app;
+SELECT rate_limit_reset('e', 'priv');
+
 -- Administrators can delegate defining limits.
 GRANT EXECUTE ON FUNCTION rate_limit_define TO regress_rl_app;
 SET ROLE regress_rl_app;

@@ -1,5 +1,6 @@
 #include "pg_ratelimit/errors.hpp"
 
+#include "exceeded_detail.hpp"
 #include "translate.hpp"
 
 namespace pg_ratelimit {
@@ -43,10 +44,22 @@ ExtensionMissing::ExtensionMissing(const std::string &server_text, const std::st
                                    const std::string &sqlstate)
     : Error(with_hint(server_text, extension_hint(sqlstate)), query, sqlstate), hint_(extension_hint(sqlstate)) {}
 
+RateLimitExceeded::RateLimitExceeded(const std::string &server_text, const std::string &query,
+                                     const std::string &sqlstate)
+    : Error(server_text, query, sqlstate) {
+    if (const auto detail = detail::parse_exceeded_detail(server_text)) {
+        limit_ = detail->limit;
+        key_ = detail->key;
+        retry_after_ = detail->retry_after;
+    }
+}
+
 namespace detail {
 
 void throw_if_typed(const pqxx::sql_error &error) {
     const std::string &state = error.sqlstate();
+    // rate_limit_enforce's denial (a class of its own: see the server's rate_limit_exceeded.hpp).
+    if (state == "RL001") throw RateLimitExceeded(error.what(), error.query(), state);
     if (state == "42704") throw UnknownLimit(error.what(), error.query(), state);
     // Our statements name nothing but the extension's own functions and table (and built-ins), so an
     // undefined function or table, or an unknown schema (Options::schema), means the extension is not

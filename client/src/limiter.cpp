@@ -23,6 +23,14 @@ Decision Limiter::request(pqxx::transaction_base &tx, const std::string &key, co
     return core_->in_transaction(tx, Call::request, CallArgs{key, limit, cost});
 }
 
+void Limiter::enforce(const std::string &key, const std::string &limit, double cost) {
+    (void)core_->pooled(Call::enforce, CallArgs{key, limit, cost});
+}
+
+void Limiter::enforce(pqxx::transaction_base &tx, const std::string &key, const std::string &limit, double cost) {
+    (void)core_->in_transaction(tx, Call::enforce, CallArgs{key, limit, cost});
+}
+
 Decision Limiter::check(const std::string &key, const std::string &limit, double cost) {
     return core_->pooled(Call::check, CallArgs{key, limit, cost});
 }

@@ -43,7 +43,7 @@ Decision LimiterCore::pooled(Call call, const CallArgs &args) {
     Decision decision;
     run_pooled(idempotent(call), [&](pqxx::transaction_base &tx) {
         decision = statements_.run_prepared(tx, call, args);
-        if (call != Call::reset)
+        if (!returns_nothing(call))
             decision.policy = policies_.get(args.limit, args.key,
                                             [&] { return statements_.policy_prepared(tx, args.limit, args.key); });
     });
@@ -54,7 +54,7 @@ Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, cons
     Decision decision = statements_.run_unprepared(tx, call, args);
     // On a miss, the policy is read in the caller's transaction, the only connection this thread may
     // use without waiting for the pool (a pooled connection could be busy behind a row lock tx holds).
-    if (call != Call::reset)
+    if (!returns_nothing(call))
         decision.policy = policies_.get(args.limit, args.key,
                                         [&] { return statements_.policy_unprepared(tx, args.limit, args.key); });
     return decision;

@@ -23,7 +23,8 @@ Reservation::Reservation(Reservation &&other) noexcept
       cost_(other.cost_),
       decision_(std::move(other.decision_)),
       in_transaction_(other.in_transaction_),
-      cancelled_(std::exchange(other.cancelled_, true)) {
+      cancelled_(std::exchange(other.cancelled_, true)),
+      settled_(other.settled_) {
     other.decision_.allowed = false;
 }
 
@@ -35,6 +36,7 @@ Reservation &Reservation::operator=(Reservation &&other) noexcept {
         decision_ = std::move(other.decision_);
         in_transaction_ = other.in_transaction_;
         cancelled_ = std::exchange(other.cancelled_, true);
+        settled_ = other.settled_;
         other.decision_.allowed = false;
     }
     return *this;
@@ -43,7 +45,7 @@ Reservation &Reservation::operator=(Reservation &&other) noexcept {
 Reservation::~Reservation() = default;
 
 bool Reservation::cancel() {
-    if (core_ == nullptr || !ok() || cancelled_) return false;
+    if (core_ == nullptr || !ok() || cancelled_ || settled_) return false;
     if (in_transaction_)
         throw std::logic_error(
             "pg_ratelimit: a reservation made inside a transaction must be cancelled inside one: use cancel(tx)");
@@ -58,10 +60,44 @@ bool Reservation::cancel() {
 }
 
 bool Reservation::cancel(pqxx::transaction_base &tx) {
-    if (core_ == nullptr || !ok() || cancelled_) return false;
+    if (core_ == nullptr || !ok() || cancelled_ || settled_) return false;
     (void)core_->in_transaction(tx, detail::Call::refund, detail::CallArgs{key_, decision_.limit, cost_});
     cancelled_ = true;
     return true;
+}
+
+namespace {
+
+void require_settleable(bool open) {
+    if (!open)
+        throw std::logic_error(
+            "pg_ratelimit: only a granted reservation that was neither cancelled nor settled can be settled");
+}
+
+}  // namespace
+
+Decision Reservation::settle(double actual) {
+    require_settleable(core_ != nullptr && ok() && !cancelled_ && !settled_);
+    if (in_transaction_)
+        throw std::logic_error(
+            "pg_ratelimit: a reservation made inside a transaction must be settled inside one: use settle(tx, actual)");
+    const detail::CallArgs args{key_, decision_.limit, cost_, false, actual};
+    try {
+        Decision decision = core_->pooled(detail::Call::settle, args);
+        settled_ = true;
+        return decision;
+    } catch (const pqxx::in_doubt_error &) {
+        settled_ = true;  // the settle may have committed: never apply it twice
+        throw;
+    }
+}
+
+Decision Reservation::settle(pqxx::transaction_base &tx, double actual) {
+    require_settleable(core_ != nullptr && ok() && !cancelled_ && !settled_);
+    Decision decision =
+        core_->in_transaction(tx, detail::Call::settle, detail::CallArgs{key_, decision_.limit, cost_, false, actual});
+    settled_ = true;
+    return decision;
 }
 
 }  // namespace pg_ratelimit

@@ -12,8 +12,8 @@
 namespace pg_ratelimit::detail {
 namespace {
 
-const char *const STATEMENT_NAMES[] = {"pg_ratelimit_request", "pg_ratelimit_check", "pg_ratelimit_refund",
-                                       "pg_ratelimit_reset"};
+const char *const STATEMENT_NAMES[CALL_COUNT] = {"pg_ratelimit_request", "pg_ratelimit_check",   "pg_ratelimit_refund",
+                                                 "pg_ratelimit_reset",   "pg_ratelimit_enforce", "pg_ratelimit_settle"};
 const char *const POLICY_STATEMENT_NAME = "pg_ratelimit_policy";
 const char *const MANY_STATEMENT_NAME = "pg_ratelimit_request_many";
 
@@ -40,7 +40,7 @@ std::string decision_sql(const std::string &prefix, const std::string &function_
 Decision to_decision(const pqxx::result &result, Call call, const std::string &limit) {
     Decision decision;
     decision.limit = limit;
-    if (call == Call::reset) return decision;
+    if (returns_nothing(call)) return decision;
     return decision_from_columns(result.at(0), 0, limit);
 }
 
@@ -63,7 +63,10 @@ pqxx::result execute(Call call, const CallArgs &args, Exec &&exec) {
                 return exec(args.key, args.limit, args.cost, args.reserve);
             case Call::check:
             case Call::refund:
+            case Call::enforce:
                 return exec(args.key, args.limit, args.cost);
+            case Call::settle:
+                return exec(args.key, args.limit, args.cost, args.actual);
             case Call::reset:
                 break;
         }
@@ -90,6 +93,8 @@ Statements::Statements(const std::string &schema) {
     sql_[index(Call::check)] = decision_sql(prefix, "rate_limit_check($1::text, $2::text, $3::float8)");
     sql_[index(Call::refund)] = decision_sql(prefix, "rate_limit_refund($1::text, $2::text, $3::float8)");
     sql_[index(Call::reset)] = "SELECT " + prefix + "rate_limit_reset($1::text, $2::text)";
+    sql_[index(Call::enforce)] = "SELECT " + prefix + "rate_limit_enforce($1::text, $2::text, $3::float8)";
+    sql_[index(Call::settle)] = decision_sql(prefix, "rate_limit_settle($1::text, $2::text, $3::float8, $4::float8)");
     // The same columns as a single call's, after the row's key and position (decision_rows.hpp).
     many_sql_ =
         "SELECT r.key, r.\"position\", r.allowed, r.remaining, extract(epoch FROM r.retry_after),"
@@ -113,6 +118,10 @@ void Statements::prepare_on(pqxx::connection_base &connection) const {
             connection.prepare(STATEMENT_NAMES[index(call)], sql_[index(call)]);
             connection.prepare_now(STATEMENT_NAMES[index(call)]);
         }
+        // Like the batch statement below: declared only, prepared on first use, so that a connection costs
+        // no round trip for them and a schema of wrappers without them still serves the other calls.
+        for (const Call call : {Call::enforce, Call::settle})
+            connection.prepare(STATEMENT_NAMES[index(call)], sql_[index(call)]);
         connection.prepare(POLICY_STATEMENT_NAME, policy_sql_);
         connection.prepare_now(POLICY_STATEMENT_NAME);
         // The batch statement is only declared: libpqxx prepares it on its first use on this connection.

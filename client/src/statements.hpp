@@ -15,13 +15,17 @@
 
 namespace pg_ratelimit::detail {
 
-enum class Call { request, check, refund, reset };
+// enforce: rate_limit_enforce (no decision: a denial is RateLimitExceeded); settle: rate_limit_settle
+// (cost = reserved, actual = actual).
+enum class Call { request, check, refund, reset, enforce, settle };
+inline constexpr int CALL_COUNT = 6;
 
 struct CallArgs {
     const std::string &key;
     const std::string &limit;
     double cost = 1;
     bool reserve = false;  // request only
+    double actual = 0;     // settle only
 };
 
 // A batch (rate_limit_request_many): the keys and the limit as given, and the parameters encoded once
@@ -36,6 +40,9 @@ struct BatchArgs {
 // check and reset change nothing, or nothing more when repeated: they may run in autocommit mode and
 // be retried after a lost connection without any risk of applying twice.
 constexpr bool idempotent(Call call) noexcept { return call == Call::check || call == Call::reset; }
+
+// Calls that return no decision row.
+constexpr bool returns_nothing(Call call) noexcept { return call == Call::reset || call == Call::enforce; }
 
 class Statements {
   public:
@@ -67,7 +74,7 @@ class Statements {
     PolicyRead policy_unprepared(pqxx::transaction_base &tx, const std::string &limit, const std::string &key) const;
 
   private:
-    std::string sql_[4];  // by Call
+    std::string sql_[CALL_COUNT];  // by Call
     std::string many_sql_;
     std::string policy_sql_;
 };

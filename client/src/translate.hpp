@@ -6,8 +6,8 @@
 
 namespace pg_ratelimit::detail {
 
-// Throws InvalidArgument (SQLSTATE class 22), UnknownLimit (42704) or ExtensionMissing (42883, 42P01,
-// 3F000) for such an error; returns for any other, which the caller then rethrows unchanged.
+// Throws RateLimitExceeded (RL001), InvalidArgument (SQLSTATE class 22), UnknownLimit (42704) or ExtensionMissing
+// (42883, 42P01, 3F000) for such an error; returns for any other, which the caller then rethrows unchanged.
 void throw_if_typed(const pqxx::sql_error &error);
 
 // Returns run(); a pqxx::sql_error it throws becomes the typed exception throw_if_typed picks, or

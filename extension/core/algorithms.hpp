@@ -54,6 +54,13 @@ namespace pg_ratelimit::core {
 // debt (0 when it is not in debt). A key without a row is already full: nothing to write.
 [[nodiscard]] Outcome refund(const Limit &limit, const State *stored, Micros now, double cost, Micros origin) noexcept;
 
+// Take cost units (>= 0) whatever the balance: the extra cost of work already done (rate_limit_settle with
+// actual > reserved). Always allowed; the key may go into debt beyond max_reserved, since refusing would
+// change nothing, but never below -MAX_UNITS (like every debt). A sliding window has no debt (its previous
+// window's count could not be stored): it is taken down to 0 at most, the rest forgiven. retry_after =
+// until the key is out of debt. A cost of 0 writes nothing.
+[[nodiscard]] Outcome take(const Limit &limit, const State *stored, Micros now, double cost, Micros origin) noexcept;
+
 // Whether a stored key has refilled to full capacity by now, i.e. its row is equivalent to no row and
 // may be deleted: exactly when a request for the whole capacity would be admitted at now, except that a
 // row stored later than now (the clock stepped back) is never full, since it holds the key's time.

@@ -196,4 +196,21 @@ Outcome refund(const Limit &limit, const State *stored, Micros now, double cost,
     return out;
 }
 
+Outcome take(const Limit &limit, const State *stored, Micros now, double cost, Micros origin) noexcept {
+    const Level level = level_of(limit, stored, now, origin);
+    // The deepest a balance may go: a sliding window cannot store a debt, every other algorithm a bounded one.
+    const double deepest = limit.algorithm == Algorithm::sliding_window ? std::min(level.value, 0.0) : -MAX_UNITS;
+    Outcome out;
+    out.allowed = true;
+    out.balance = std::max(level.value - cost, std::min(deepest, level.value));
+    out.next = rules_of(limit).store(limit, stored, level, out.balance, origin);
+    out.write = cost > 0 && changes(stored, out.next);
+    // Nothing taken from a key without a row: it stays without one (full).
+    const State *after = stored == nullptr && !out.write ? nullptr : &out.next;
+    const double tol = tolerance(limit);
+    out.retry_after = out.balance >= -tol ? 0 : wait_until_covered(limit, after, 0, tol, now, origin);
+    out.reset_after = wait_until_covered(limit, after, limit.capacity, tol, now, origin);
+    return out;
+}
+
 }  // namespace pg_ratelimit::core

@@ -6,6 +6,7 @@
 // pqxx::serialization_failure once retries are exhausted, ...).
 #pragma once
 
+#include <chrono>
 #include <pqxx/except>
 #include <stdexcept>
 #include <string>
@@ -58,6 +59,25 @@ class ExtensionMissing : public Error {
 
   private:
     std::string hint_;
+};
+
+// SQLSTATE RL001: rate_limit_enforce (Limiter::enforce) was denied. The server's transaction is aborted,
+// so whatever else it consumed rolls back with it (memory limits excepted). limit(), key() and
+// retry_after() come from the error's DETAIL, a JSON object (exact to the microsecond; the key whole, even
+// where the message clips it): come back after retry_after(). If the DETAIL cannot be read (never expected),
+// limit() and key() are empty and retry_after() is zero.
+class RateLimitExceeded : public Error {
+  public:
+    RateLimitExceeded(const std::string &server_text, const std::string &query, const std::string &sqlstate);
+
+    [[nodiscard]] const std::string &limit() const noexcept { return limit_; }
+    [[nodiscard]] const std::string &key() const noexcept { return key_; }
+    [[nodiscard]] std::chrono::microseconds retry_after() const noexcept { return retry_after_; }
+
+  private:
+    std::string limit_;
+    std::string key_;
+    std::chrono::microseconds retry_after_{0};
 };
 
 // A Limiter call found no free pooled connection within Options::acquire_timeout. Nothing was sent to

@@ -99,6 +99,14 @@ class Limiter {
     [[nodiscard]] Decision request(pqxx::transaction_base &tx, const std::string &key,
                                    const std::string &limit = "default", double cost = 1);
 
+    // request() that throws instead of returning a denial (rate_limit_enforce): returns once the units are
+    // consumed; throws RateLimitExceeded (SQLSTATE RL001, carrying retry_after, limit and key) when denied.
+    // Pooled: one transaction, retried on 40001/40P01 like request() (a denial is not retried). In
+    // a transaction: the denial aborts tx, so everything it consumed before rolls back with it.
+    void enforce(const std::string &key, const std::string &limit = "default", double cost = 1);
+    void enforce(pqxx::transaction_base &tx, const std::string &key, const std::string &limit = "default",
+                 double cost = 1);
+
     // request() for each key in turn, in one statement (rate_limit_request_many): decisions[i] is keys[i]'s,
     // as request() would have returned it (limit and policy filled in). A key given twice is decided
     // twice, in turn: the second decision sees the first's consumption. costs[i] is keys[i]'s cost; without

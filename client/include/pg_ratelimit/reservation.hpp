@@ -72,6 +72,19 @@ class [[nodiscard]] Reservation {
     // Returns and throws as cancel(), without the logic_error.
     bool cancel(pqxx::transaction_base &tx);
 
+    // Reserve, then settle: trues the reservation up to the work's actual cost in one call
+    // (rate_limit_settle, with the reserved cost): less gives the difference back (never above capacity),
+    // more takes the extra whatever the balance, into debt beyond max_reserved if it must (the work is
+    // done). Returns the key's decision afterwards (allowed is always true; retry_after is how long the
+    // key stays in debt). A settled reservation is done: cancel() and settle() then do nothing more
+    // (cancel() returns false; settle() throws std::logic_error, as it does for a reservation that is not
+    // ok(), cancelled or moved from). actual: 0, or between 1e-9 and 1e12 (InvalidArgument otherwise).
+    // Needs EXECUTE on rate_limit_settle (not granted to PUBLIC, like rate_limit_refund). The pooled form
+    // retries like cancel() and throws std::logic_error if in_transaction(); settle(tx) runs inside tx.
+    Decision settle(double actual);
+    Decision settle(pqxx::transaction_base &tx, double actual);
+    [[nodiscard]] bool settled() const noexcept { return settled_; }
+
   private:
     friend class Limiter;
     Reservation(std::shared_ptr<detail::LimiterCore> core, std::string key, double cost, Decision decision,
@@ -83,6 +96,7 @@ class [[nodiscard]] Reservation {
     Decision decision_;
     bool in_transaction_ = false;
     bool cancelled_ = false;
+    bool settled_ = false;
 };
 
 }  // namespace pg_ratelimit
