@@ -74,7 +74,8 @@ class PolicyTest : public test_support::ServerTest {
                 SELECT * FROM public.rate_limit_request_many($1, $2, $3) $$;
             CREATE FUNCTION @s.rate_limit_policy(key text, limit_name text, OUT algorithm text, OUT rate float8,
                                                  OUT period interval, OUT capacity float8, OUT max_reserved float8,
-                                                 OUT overridden boolean, OUT limit_has_overrides boolean)
+                                                 OUT overridden boolean, OUT limit_has_overrides boolean,
+                                                 OUT time_zone text)
                 LANGUAGE sql AS $$ SELECT * FROM public.rate_limit_policy($1, $2) $$;)";
         for (std::size_t at = sql.find("@s"); at != std::string::npos; at = sql.find("@s", at))
             sql.replace(at, 2, schema);
@@ -180,7 +181,7 @@ TEST_F(PolicyTest, CalendarPolicyIsTheMonthInProgress) {
             tx.exec1(
                   "SELECT extract(epoch FROM (date_trunc('month', now() AT TIME ZONE 'Europe/Paris')"
                   " + interval '1 month') AT TIME ZONE 'Europe/Paris'"
-                  " - date_trunc('month', now() AT TIME ZONE 'Europe/Paris') AT TIME ZONE 'Europe/Paris')")[0]
+                  " - date_trunc('month', now() AT TIME ZONE 'Europe/Paris') AT TIME ZONE 'Europe/Paris')::bigint")[0]
                 .as<std::int64_t>();
         tx.commit();
     }

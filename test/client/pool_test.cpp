@@ -186,7 +186,7 @@ TEST_F(PoolTest, InDoubtPooledCommitIsSurfaced) {
         CREATE FUNCTION )" +
                        s + R"(.rate_limit_policy(text, text)
             RETURNS TABLE (algorithm text, rate float8, period interval, capacity float8, max_reserved float8,
-                           overridden boolean, limit_has_overrides boolean)
+                           overridden boolean, limit_has_overrides boolean, time_zone text)
             LANGUAGE sql AS $$ SELECT * FROM public.rate_limit_policy($1, $2) $$;)");
     pr::Options options;
     options.schema = s;

@@ -406,7 +406,7 @@ TEST_F(RequestManyTest, MissingBatchFunctionFailsOnlyTheBatchCall) {
         " CREATE FUNCTION " +
         s +
         ".rate_limit_policy(text, text) RETURNS TABLE (algorithm text, rate float8, period interval,"
-        " capacity float8, max_reserved float8, overridden boolean, limit_has_overrides boolean)"
+        " capacity float8, max_reserved float8, overridden boolean, limit_has_overrides boolean, time_zone text)"
         " LANGUAGE sql AS 'SELECT * FROM public.rate_limit_policy($1, $2)'");
     pr::Options options;
     options.schema = s;
