@@ -59,8 +59,8 @@ struct TimeZone {
         Micros opens;
         Micros closes;
     };
-    mutable Window recent[4];
-    mutable unsigned next_recent;
+    mutable Window recent[4]{};
+    mutable unsigned next_recent = 0;
 };
 
 enum class CalendarUnit : std::uint8_t { none, day, week, month };

@@ -73,5 +73,28 @@ TEST(IsFull, DeletingAFullRowChangesNoDecision) {
     }
 }
 
+// The same for calendar limits (fixed windows of days, weeks or months in the test zones).
+TEST(IsFull, CalendarDeletingAFullRowChangesNoDecision) {
+    Random random(0xf011ca1);
+    int full = 0;
+    for (int trial = 0; trial < 5000; ++trial) {
+        const Keyed s = RandomCalendarLimit(random, /*allow_unlimited=*/false);
+        const Limit &limit = s.limit;
+        const double balance = std::min(limit.capacity * random.Uniform(-0.2, 1.2), limit.capacity);
+        const Micros written = CalendarInstant(random, limit);
+        const State stored = Encode(random, s, balance, written);
+        const Micros now = written + random.Int(0, 3 * FillTime(limit));
+        if (!is_full(limit, stored, now, s.origin)) continue;
+        ++full;
+        const double cost = limit.capacity * random.Uniform(0.01, 1);
+        const Outcome with_row = request(limit, &stored, now, cost, false, s.origin);
+        const Outcome without = request(limit, nullptr, now, cost, false, s.origin);
+        EXPECT_EQ(with_row.allowed, without.allowed) << Describe(limit, s.origin) << " " << Describe(stored);
+        EXPECT_NEAR(with_row.balance, without.balance, tolerance(limit)) << Describe(limit, s.origin);
+        EXPECT_EQ(refund(limit, &stored, now, cost, s.origin).reset_after, 0) << Describe(limit, s.origin);
+    }
+    EXPECT_GT(full, 500);
+}
+
 }  // namespace
 }  // namespace pg_ratelimit::core

@@ -1,8 +1,9 @@
 // Properties over random limits, states and request streams (seeded std::mt19937_64: deterministic), for
-// every algorithm:
+// every algorithm, and for fixed windows on a calendar (days, weeks or months in a time zone: test_zones.hpp):
 // - admission bound: in any stretch of a stream, admitted units never exceed capacity + max_reserved +
 //   refill (token bucket, GCRA and sliding window: rate * elapsed / period, so a sliding window, whose
-//   capacity is its rate, admits at most rate + rate * elapsed / period; fixed window: rate * boundaries);
+//   capacity is its rate, admits at most rate + rate * elapsed / period; fixed window: rate * boundaries;
+//   on a calendar, rate * the windows opening in the stretch);
 // - retry_after: the same request succeeds at now + retry_after and not 1 us earlier; a reservation's debt
 //   is repaid at now + retry_after and not earlier;
 // - reset_after: the key is full at now + reset_after and not 1 us earlier;
@@ -27,9 +28,21 @@
 namespace pg_ratelimit::core {
 namespace {
 
-// One seed per algorithm and test, so that each draws its own cases.
-std::uint64_t Seed(std::uint64_t base, Algorithm algorithm) {
-    return base + 0x100 * static_cast<std::uint64_t>(algorithm);
+// What a suite draws its limits from: one algorithm's limits (RandomLimit), or calendar limits
+// (RandomCalendarLimit, fixed windows).
+struct Family {
+    Algorithm algorithm;
+    bool calendar;
+};
+
+// One seed per family and test, so that each draws its own cases.
+std::uint64_t Seed(std::uint64_t base, Family family) {
+    return base + 0x100 * static_cast<std::uint64_t>(family.algorithm) + (family.calendar ? 0x10000 : 0);
+}
+
+Keyed Draw(Random &random, Family family, bool allow_unlimited) {
+    return family.calendar ? RandomCalendarLimit(random, allow_unlimited)
+                           : RandomLimit(random, family.algorithm, allow_unlimited);
 }
 
 // floor((t - origin) / period)
@@ -39,9 +52,14 @@ Micros WindowIndex(Micros t, Micros origin, Micros period) {
 }
 
 // The most the algorithm adds to a key from `from` to `to` (on top of capacity + max_reserved): whole
-// windows' rates for the fixed window, continuous refill for the others.
+// windows' rates for the fixed window (the windows opening in (from, to]: on a calendar, its local
+// midnights, counted by their window numbers), continuous refill for the others.
 long double Refill(const Keyed &s, Micros from, Micros to) {
     const Limit &l = s.limit;
+    if (l.calendar.unit != CalendarUnit::none) {
+        return static_cast<long double>(l.rate) *
+               static_cast<long double>(calendar_index(l.calendar, to) - calendar_index(l.calendar, from));
+    }
     if (l.algorithm == Algorithm::fixed_window) {
         return static_cast<long double>(l.rate) *
                static_cast<long double>(WindowIndex(to, s.origin, l.period) - WindowIndex(from, s.origin, l.period));
@@ -63,7 +81,11 @@ bool Covers(double balance, double units, double allowance) { return balance - u
     const bool stores_balance =
         s.limit.algorithm == Algorithm::token_bucket || s.limit.algorithm == Algorithm::fixed_window;
     bool ok = back.at == at && back.value <= balance + tol && back.value >= balance - StoreLoss(s.limit) - tol;
-    if (stores_balance) ok = ok && stored.value == balance && stored.ts == at;
+    // A calendar key keeps the opening of its window instead of the instant (fixed_window.cpp).
+    const Calendar &calendar = s.limit.calendar;
+    const Micros stored_at =
+        calendar.unit == CalendarUnit::none ? at : calendar_start(calendar, calendar_index(calendar, at));
+    if (stores_balance) ok = ok && stored.value == balance && stored.ts == stored_at;
     if (ok) return ::testing::AssertionSuccess();
     std::ostringstream out;
     out.precision(17);
@@ -74,13 +96,13 @@ bool Covers(double balance, double units, double allowance) { return balance - u
 
 // ---- Admission bound ----------------------------------------------------------------------------------
 
-class AdmissionBound : public ::testing::TestWithParam<Algorithm> {};
+class AdmissionBound : public ::testing::TestWithParam<Family> {};
 
 TEST_P(AdmissionBound, LimitsAreValid) {
-    const Algorithm algorithm = GetParam();
-    Random random(Seed(0x5eed0000, algorithm));
+    const Algorithm algorithm = GetParam().algorithm;
+    Random random(Seed(0x5eed0000, GetParam()));
     for (int trial = 0; trial < 2000; ++trial) {
-        const Keyed s = RandomLimit(random, algorithm, /*allow_unlimited=*/true);
+        const Keyed s = Draw(random, GetParam(), /*allow_unlimited=*/true);
         ASSERT_EQ(validate_limit(s.limit), LimitProblem::none) << Describe(s.limit, s.origin);
         if (!uses_window_grid(algorithm)) {
             ASSERT_EQ(s.origin, 0) << Describe(s.limit, s.origin);
@@ -89,11 +111,10 @@ TEST_P(AdmissionBound, LimitsAreValid) {
 }
 
 TEST_P(AdmissionBound, AnyStretchOfARandomStream) {
-    const Algorithm algorithm = GetParam();
-    Random random(Seed(0x5eed0001, algorithm));
+    Random random(Seed(0x5eed0001, GetParam()));
     int stretches_at_bound = 0;
     for (int trial = 0; trial < 300; ++trial) {
-        const Keyed s = RandomLimit(random, algorithm, /*allow_unlimited=*/false);
+        const Keyed s = Draw(random, GetParam(), /*allow_unlimited=*/false);
         const Limit &l = s.limit;
         const double unit_cost = RandomCost(random, l);
         // Mean spacing around the time one request's units take to refill, from 5x faster to 2x slower.
@@ -101,7 +122,7 @@ TEST_P(AdmissionBound, AnyStretchOfARandomStream) {
         const Micros mean_gap = static_cast<Micros>(std::min(refill_one * random.LogUniform(0.2, 2), 1e12));
         State state{};
         const State *stored = nullptr;
-        Micros now = kT0 + random.Int(0, kDay);
+        Micros now = StreamStart(random, l);
         // refill(t): units added up to t, on the same axis for every stretch (relative to the first request).
         const Micros first = now;
         auto refill = [&](Micros t) { return Refill(s, first, t); };
@@ -133,17 +154,16 @@ TEST_P(AdmissionBound, AnyStretchOfARandomStream) {
 }
 
 TEST_P(AdmissionBound, WholeStreamWithClockSteppingBack) {
-    const Algorithm algorithm = GetParam();
-    Random random(Seed(0x5eed0003, algorithm));
+    Random random(Seed(0x5eed0003, GetParam()));
     for (int trial = 0; trial < 300; ++trial) {
-        const Keyed s = RandomLimit(random, algorithm, false);
+        const Keyed s = Draw(random, GetParam(), false);
         const Limit &l = s.limit;
         const double unit_cost = RandomCost(random, l);
         const double refill_one = unit_cost / l.rate * static_cast<double>(l.period);
         const Micros mean_gap = static_cast<Micros>(std::min(refill_one * random.LogUniform(0.2, 2), 1e12));
         State state{};
         const State *stored = nullptr;
-        const Micros first = kT0 + random.Int(0, kDay);
+        const Micros first = StreamStart(random, l);
         Micros now = first;
         Micros latest = first;
         long double admitted = 0;
@@ -178,16 +198,16 @@ struct Case {
     bool reserve;
 };
 
-Case RandomCase(Random &random, Algorithm algorithm) {
+Case RandomCase(Random &random, Family family) {
     Case c;
-    c.s = RandomLimit(random, algorithm, /*allow_unlimited=*/true);
+    c.s = Draw(random, family, /*allow_unlimited=*/true);
     const Limit &l = c.s.limit;
     const double debt = std::min(l.max_reserved, 3 * l.capacity) + (random.Chance(0.1) ? l.capacity : 0);
     c.cost = RandomCost(random, l);
     // Often just short of the cost, so that many requests are denied.
     const double high = random.Chance(0.5) ? c.cost : l.capacity;
     const double balance = random.Chance(0.1) ? l.capacity : random.Uniform(-debt, high);
-    c.written = kT0 + random.Int(-kDay, kDay);
+    c.written = family.calendar ? CalendarInstant(random, l) : kT0 + random.Int(-kDay, kDay);
     c.stored = Encode(random, c.s, balance, c.written);
     const Micros fill = FillTime(l);
     if (random.Chance(0.2)) {
@@ -216,15 +236,14 @@ bool FullAt(const Keyed &s, const State &state, Micros t) {
     return admits(s.limit, &state, t, s.limit.capacity, /*reserve=*/false, s.origin);
 }
 
-class Durations : public ::testing::TestWithParam<Algorithm> {};
+class Durations : public ::testing::TestWithParam<Family> {};
 
 TEST_P(Durations, DeniedRequestSucceedsAtRetryAfter) {
-    const Algorithm algorithm = GetParam();
-    Random random(Seed(0xdead0001, algorithm));
+    Random random(Seed(0xdead0001, GetParam()));
     int denied = 0;
     int failures = 0;
     for (int trial = 0; trial < 20000 && failures < 10; ++trial) {
-        const Case c = RandomCase(random, algorithm);
+        const Case c = RandomCase(random, GetParam());
         const Outcome out = Decide(c, c.now);
         if (out.allowed) continue;
         ++denied;
@@ -239,12 +258,11 @@ TEST_P(Durations, DeniedRequestSucceedsAtRetryAfter) {
 
 // retry_after is the earliest microsecond: 1 us before it, the same request is still denied.
 TEST_P(Durations, DeniedRequestStillDeniedJustBeforeRetryAfter) {
-    const Algorithm algorithm = GetParam();
-    Random random(Seed(0xdead0001, algorithm));  // the same cases as above
+    Random random(Seed(0xdead0001, GetParam()));  // the same cases as above
     int checked = 0;
     int failures = 0;
     for (int trial = 0; trial < 20000 && failures < 10; ++trial) {
-        const Case c = RandomCase(random, algorithm);
+        const Case c = RandomCase(random, GetParam());
         const Outcome out = Decide(c, c.now);
         if (out.allowed || out.retry_after >= MAX_DURATION) continue;
         ++checked;
@@ -257,13 +275,13 @@ TEST_P(Durations, DeniedRequestStillDeniedJustBeforeRetryAfter) {
 }
 
 TEST_P(Durations, RetryAfterOfAReservation) {
-    const Algorithm algorithm = GetParam();
-    Random random(Seed(0xdead0003, algorithm));
+    const Algorithm algorithm = GetParam().algorithm;
+    Random random(Seed(0xdead0003, GetParam()));
     int allowed = 0;
     int in_debt = 0;
     int failures = 0;
     for (int trial = 0; trial < 20000 && failures < 10; ++trial) {
-        Case c = RandomCase(random, algorithm);
+        Case c = RandomCase(random, GetParam());
         c.reserve = true;
         const Outcome out = Decide(c, c.now);
         if (!out.allowed) continue;
@@ -294,12 +312,11 @@ TEST_P(Durations, RetryAfterOfAReservation) {
 }
 
 TEST_P(Durations, ResetAfter) {
-    const Algorithm algorithm = GetParam();
-    Random random(Seed(0xdead0005, algorithm));
+    Random random(Seed(0xdead0005, GetParam()));
     int waits = 0;
     int failures = 0;
     for (int trial = 0; trial < 20000 && failures < 10; ++trial) {
-        const Case c = RandomCase(random, algorithm);
+        const Case c = RandomCase(random, GetParam());
         const Outcome out = Decide(c, c.now);
         const State after = out.allowed ? out.next : c.stored;
         bool ok = out.reset_after >= 0 && out.reset_after <= MAX_DURATION;
@@ -319,11 +336,10 @@ TEST_P(Durations, ResetAfter) {
 }
 
 TEST_P(Durations, RefundFields) {
-    const Algorithm algorithm = GetParam();
-    Random random(Seed(0xdead0007, algorithm));
+    Random random(Seed(0xdead0007, GetParam()));
     int failures = 0;
     for (int trial = 0; trial < 20000 && failures < 10; ++trial) {
-        const Case c = RandomCase(random, algorithm);
+        const Case c = RandomCase(random, GetParam());
         const Outcome out = refund(c.s.limit, &c.stored, c.now, c.cost, c.s.origin);
         const Level level = LevelAt(c.s, c.stored, c.now);
         const double tol = tolerance(c.s.limit);
@@ -341,10 +357,9 @@ TEST_P(Durations, RefundFields) {
 // ---- Clock stepping back -----------------------------------------------------------------------------------
 
 TEST_P(Durations, EarlierThenOriginalNeverGivesMore) {
-    const Algorithm algorithm = GetParam();
-    Random random(Seed(0xdead0009, algorithm));
+    Random random(Seed(0xdead0009, GetParam()));
     for (int trial = 0; trial < 2000; ++trial) {
-        Case c = RandomCase(random, algorithm);
+        Case c = RandomCase(random, GetParam());
         c.cost = c.s.limit.capacity * random.LogUniform(0.01, 1);
         c.reserve = c.reserve && std::isfinite(c.s.limit.max_reserved);  // unlimited debt drains forever
         const Micros back = c.written - random.Int(1, std::min<Micros>(10 * c.s.limit.period, kYear));
@@ -368,8 +383,15 @@ TEST_P(Durations, EarlierThenOriginalNeverGivesMore) {
 }
 
 // A function rather than a static generator: building one at static initialisation may throw.
-auto EveryAlgorithm() { return ::testing::ValuesIn(kAllAlgorithms); }
-std::string ParamName(const ::testing::TestParamInfo<Algorithm> &info) { return AlgorithmName(info.param); }
+auto EveryAlgorithm() {
+    return ::testing::Values(Family{Algorithm::token_bucket, false}, Family{Algorithm::fixed_window, false},
+                             Family{Algorithm::gcra, false}, Family{Algorithm::sliding_window, false},
+                             Family{Algorithm::fixed_window, true});
+}
+std::string ParamName(const ::testing::TestParamInfo<Family> &info) {
+    return info.param.calendar ? std::string("calendar_") + AlgorithmName(info.param.algorithm)
+                               : AlgorithmName(info.param.algorithm);
+}
 
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, AdmissionBound, EveryAlgorithm(), ParamName);
 INSTANTIATE_TEST_SUITE_P(EveryAlgorithm, Durations, EveryAlgorithm(), ParamName);

@@ -1,18 +1,24 @@
 // Random valid limits, costs and stored states for the property suites (seeded std::mt19937_64, so every
 // run draws the same cases). Every algorithm gets limits it accepts: a sliding window's capacity is its
-// rate, it takes no reservations and its period is at least MIN_SLIDING_PERIOD.
+// rate, it takes no reservations and its period is at least MIN_SLIDING_PERIOD. Calendar limits (fixed
+// windows of days, weeks or months in a time zone) come from RandomCalendarLimit, in the test zones.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "core/algorithms.hpp"
+#include "core/calendar.hpp"
 #include "core/refill.hpp"
+#include "dates.hpp"
 #include "support.hpp"
+#include "test_zones.hpp"
 
 namespace pg_ratelimit::core {
 
@@ -42,11 +48,29 @@ struct Keyed {
     Micros origin = 0;
 };
 
+inline const char *UnitName(CalendarUnit unit) {
+    switch (unit) {
+        case CalendarUnit::day:
+            return "days";
+        case CalendarUnit::week:
+            return "weeks";
+        case CalendarUnit::month:
+            return "months";
+        case CalendarUnit::none:
+            break;
+    }
+    return "none";
+}
+
 inline std::string Describe(const Limit &l, Micros origin) {
     std::ostringstream out;
     out.precision(17);
     out << AlgorithmName(l.algorithm) << " rate=" << l.rate << " period=" << l.period << " capacity=" << l.capacity
         << " max_reserved=" << l.max_reserved << " origin=" << origin;
+    if (l.calendar.unit != CalendarUnit::none) {
+        out << " calendar=" << l.calendar.count << " " << UnitName(l.calendar.unit) << " in "
+            << ZoneName(l.calendar.zone);
+    }
     return out.str();
 }
 
@@ -87,6 +111,66 @@ inline Keyed RandomLimit(Random &random, Algorithm algorithm, bool allow_unlimit
     return s;
 }
 
+// A random calendar limit: rate, capacity and reservations as RandomLimit draws them for a fixed window, on
+// windows of 1, 2, 3 or 7 days, 1 or 2 weeks, 1, 3 or 12 months (now and then any count up to a century), in
+// one of the test zones. The key's origin stays whatever RandomLimit drew: a calendar ignores it.
+inline Keyed RandomCalendarLimit(Random &random, bool allow_unlimited) {
+    struct Choice {
+        CalendarUnit unit;
+        std::int32_t count;
+    };
+    static constexpr Choice kChoices[] = {
+        {CalendarUnit::day, 1},   {CalendarUnit::day, 2},   {CalendarUnit::day, 3},
+        {CalendarUnit::day, 7},   {CalendarUnit::week, 1},  {CalendarUnit::week, 2},
+        {CalendarUnit::month, 1}, {CalendarUnit::month, 3}, {CalendarUnit::month, 12}};
+    Keyed s = RandomLimit(random, Algorithm::fixed_window, allow_unlimited);
+    Limit &l = s.limit;
+    Choice choice = kChoices[random.Int(0, static_cast<Micros>(std::size(kChoices)) - 1)];
+    if (random.Chance(0.03)) {
+        const std::int32_t most = choice.unit == CalendarUnit::month  ? MAX_CALENDAR_MONTHS
+                                  : choice.unit == CalendarUnit::week ? MAX_CALENDAR_WEEKS
+                                                                      : MAX_CALENDAR_DAYS;
+        choice.count = static_cast<std::int32_t>(random.Int(1, most));
+    }
+    const std::vector<NamedZone> &zones = TestZones();
+    l.calendar = {choice.unit, choice.count, zones[random.Int(0, static_cast<Micros>(zones.size()) - 1)].zone};
+    l.period = calendar_nominal_period(choice.unit, choice.count);
+    l.has_start = false;
+    l.start = 0;
+    return s;
+}
+
+// The first offset change of a zone after t, within about a year (to the second); t if there is none.
+inline Micros NextOffsetChange(const TimeZone &zone, Micros t) {
+    const Micros offset = zone.offset_at(zone, t);
+    for (Micros probe = t + kDay; probe <= t + 400 * kDay; probe += kDay) {
+        if (zone.offset_at(zone, probe) == offset) continue;
+        Micros lo = probe - kDay;  // the change is in (lo, hi]
+        Micros hi = probe;
+        while (hi - lo > kSec) {
+            const Micros mid = lo + (hi - lo) / 2;
+            (zone.offset_at(zone, mid) == offset ? lo : hi) = mid;
+        }
+        return hi;
+    }
+    return t;
+}
+
+// Where the requests of a calendar limit start: anywhere from 1990 to 2040, half the time just before one of
+// its zone's offset changes (São Paulo's midnights until 2018, Apia's lost day, the springs and autumns
+// of the others), so that streams cross openings that daylight saving moves.
+inline Micros CalendarInstant(Random &random, const Limit &l) {
+    const Micros t = random.Int(UtcAt(1990, 1, 1), UtcAt(2040, 1, 1));
+    if (random.Chance(0.5)) return t;
+    return NextOffsetChange(*l.calendar.zone, t) - random.Int(0, 2 * kDay);
+}
+
+// Where a stream of requests starts: about mid-2024 for plain limits, CalendarInstant for calendars.
+inline Micros StreamStart(Random &random, const Limit &l) {
+    if (l.calendar.unit == CalendarUnit::none) return kT0 + random.Int(0, kDay);
+    return CalendarInstant(random, l);
+}
+
 inline double RandomCost(Random &random, const Limit &l) {
     const double kind = random.Uniform(0, 1);
     if (kind < 0.1) return l.capacity;
@@ -101,7 +185,12 @@ inline Micros FillTime(const Limit &l) {
     double periods = l.capacity / l.rate;
     if (l.algorithm == Algorithm::fixed_window) periods = std::ceil(periods);
     if (l.algorithm == Algorithm::sliding_window) periods = 2;
-    return static_cast<Micros>(std::min(periods * static_cast<double>(l.period), 1e15)) + 1;
+    double longest = static_cast<double>(l.period);
+    if (l.calendar.unit != CalendarUnit::none) {  // the longest window: 31-day months, a day skipped or repeated
+        const double days = l.calendar.unit == CalendarUnit::month ? 31 : l.calendar.unit == CalendarUnit::week ? 7 : 1;
+        longest = (days * l.calendar.count + 1) * static_cast<double>(kDay);
+    }
+    return static_cast<Micros>(std::min(periods * longest, 1e15)) + 1;
 }
 
 // The balance of a stored key at now, and the instant it is evaluated at.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "core/calendar.hpp"
 #include "core/limit.hpp"
 
 namespace pg_ratelimit::fuzz {
@@ -26,8 +27,14 @@ inline long double token_bucket_refill(const Limit &limit, Micros /*origin*/, Mi
     return static_cast<long double>(limit.rate) * span / static_cast<long double>(limit.period);
 }
 
-// Fixed window: rate units at each boundary origin + k * period crossed in (from, to].
+// Fixed window: rate units at each boundary origin + k * period crossed in (from, to]; on a calendar, at each
+// of its openings (core/calendar.hpp: window k opens at calendar_start(k), and an instant t is in window
+// calendar_index(t); the harness checks the two agree).
 inline long double fixed_window_refill(const Limit &limit, Micros origin, Micros from, Micros to) {
+    if (limit.calendar.unit != core::CalendarUnit::none) {
+        const __int128 opened = core::calendar_index(limit.calendar, to) - core::calendar_index(limit.calendar, from);
+        return static_cast<long double>(limit.rate) * static_cast<long double>(opened);
+    }
     const __int128 crossed = floor_div(static_cast<__int128>(to) - origin, limit.period) -
                              floor_div(static_cast<__int128>(from) - origin, limit.period);
     return static_cast<long double>(limit.rate) * static_cast<long double>(crossed);
@@ -67,6 +74,7 @@ struct AlgorithmUnderTest {
     bool capacity_is_rate;
     bool no_reservations;
     bool stores_balance;
+    bool accepts_calendar;  // validate_limit accepts a calendar (days, weeks or months in a time zone)
     // Whether a row keeps the key's time even when full: the core never evaluates such a key earlier than
     // the latest instant it was written at (the token bucket, at its ts; the windows, in their stored
     // window). GCRA's row is one instant, its TAT: a refund that makes a key full while the clock is behind
@@ -75,14 +83,14 @@ struct AlgorithmUnderTest {
 };
 
 // Columns: name, refill_bound, store_loss, min_period, algorithm, accepts_start, capacity_is_rate,
-// no_reservations, stores_balance, full_row_holds_key_time.
+// no_reservations, stores_balance, accepts_calendar, full_row_holds_key_time.
 inline constexpr AlgorithmUnderTest kAlgorithms[] = {
-    {"token_bucket", token_bucket_refill, no_loss, 1, Algorithm::token_bucket, false, false, false, true, true},
-    {"fixed_window", fixed_window_refill, no_loss, 1, Algorithm::fixed_window, true, false, false, true, true},
+    {"token_bucket", token_bucket_refill, no_loss, 1, Algorithm::token_bucket, false, false, false, true, false, true},
+    {"fixed_window", fixed_window_refill, no_loss, 1, Algorithm::fixed_window, true, false, false, true, true, true},
     // GCRA decides as a token bucket (its balances, stored as the theoretical arrival time).
-    {"gcra", token_bucket_refill, no_loss, 1, Algorithm::gcra, false, false, false, false, false},
+    {"gcra", token_bucket_refill, no_loss, 1, Algorithm::gcra, false, false, false, false, false, false},
     {"sliding_window", sliding_window_refill, sliding_window_quantum, core::MIN_SLIDING_PERIOD,
-     Algorithm::sliding_window, true, true, true, false, true},
+     Algorithm::sliding_window, true, true, true, false, false, true},
 };
 inline constexpr std::size_t kAlgorithmCount = sizeof(kAlgorithms) / sizeof(kAlgorithms[0]);
 

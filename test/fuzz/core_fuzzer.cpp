@@ -32,7 +32,12 @@
 //   succeeds, and at now + retry_after - 1 us it is still denied; a reservation's retry_after is when
 //   its debt is repaid, not 1 us earlier;
 //   reset_after likewise for is_full; refunds never raise the balance above capacity;
-// - is_full(row) agrees with a check of a request for the whole capacity.
+// - is_full(row) agrees with a check of a request for the whole capacity;
+// - calendar limits (fixed windows of days, weeks or months in a time zone: fuzz_zones.hpp): now lies in the
+//   window calendar_index gives it, between calendar_start of that window and of the next; the window opens
+//   where the zone reads local midnight of its first day (a date the harness counts itself); the microsecond
+//   before an opening belongs to the window before. Their admission bound counts the windows opening in a
+//   stretch.
 // On a violation it prints the invariant, the limit, the clock, the key and the operation, then aborts
 // (libFuzzer keeps the input). PG_RATELIMIT_FUZZ_TRACE=1 prints every operation of a replayed input:
 //   PG_RATELIMIT_FUZZ_TRACE=1 build/fuzz/core_fuzzer crash-<sha1>
@@ -49,11 +54,14 @@
 #include <limits>
 
 #include "algorithms_under_test.hpp"
+#include "calendar_dates.hpp"
 #include "core/algorithms.hpp"
+#include "core/calendar.hpp"
 #include "core/refill.hpp"
 #include "core/rescale.hpp"
 #include "core/validate.hpp"
 #include "fuzz_input.hpp"
+#include "fuzz_zones.hpp"
 
 namespace pg_ratelimit::fuzz {
 namespace {
@@ -116,6 +124,20 @@ const char *op_name(Op op) {
     return "?";
 }
 
+const char *unit_name(core::CalendarUnit unit) {
+    switch (unit) {
+        case core::CalendarUnit::day:
+            return "days";
+        case core::CalendarUnit::week:
+            return "weeks";
+        case core::CalendarUnit::month:
+            return "months";
+        case core::CalendarUnit::none:
+            break;
+    }
+    return "none";
+}
+
 void print_limit(const char *label, const Limit &l, Micros origin) {
     // tolerance() assumes a valid limit (it divides by the period).
     const bool valid = core::validate_limit(l) == core::LimitProblem::none;
@@ -125,6 +147,10 @@ void print_limit(const char *label, const Limit &l, Micros origin) {
                  label, algorithm_under_test(l.algorithm).name, l.rate, l.period, l.capacity, l.max_reserved,
                  l.has_start ? "" : "(none) ", l.start, origin, valid ? core::tolerance(l) : 0.0,
                  valid ? "" : " (invalid)");
+    if (l.calendar.unit == core::CalendarUnit::none) return;
+    std::fprintf(stderr, "  calendar: %d %s%s\n", static_cast<int>(l.calendar.count), unit_name(l.calendar.unit),
+                 l.calendar.zone == nullptr ? " (no zone)" : "");
+    if (l.calendar.zone != nullptr) static_cast<const FuzzZone *>(l.calendar.zone->data)->print("zone");
 }
 
 // --- validation --------------------------------------------------------------------------------------
@@ -156,6 +182,15 @@ unsigned expected_problems(const Limit &l) {
         }
     }
     if (l.jitter < 0 || l.jitter > core::MAX_JITTER) problems |= problem_bit(LimitProblem::jitter);
+    if (const core::Calendar &calendar = l.calendar; calendar.unit != core::CalendarUnit::none) {
+        if (!algorithm.accepts_calendar) problems |= problem_bit(LimitProblem::calendar_algorithm);
+        if (l.has_start) problems |= problem_bit(LimitProblem::calendar_start);
+        const std::int32_t most = calendar.unit == core::CalendarUnit::month  ? core::MAX_CALENDAR_MONTHS
+                                  : calendar.unit == core::CalendarUnit::week ? core::MAX_CALENDAR_WEEKS
+                                                                              : core::MAX_CALENDAR_DAYS;
+        if (calendar.count < 1 || calendar.count > most || calendar.zone == nullptr)
+            problems |= problem_bit(LimitProblem::calendar_count);
+    }
     return problems;
 }
 
@@ -195,7 +230,11 @@ struct Written {
 
 class Run {
   public:
-    Run(const Limit &limit, std::uint64_t key_hash, Micros now) : key_hash_(key_hash), now_(now) { define(limit); }
+    // `zones` holds the limit's zone (if on a calendar) and the next definition's.
+    Run(const Limit &limit, ZoneSlots &zones, std::uint64_t key_hash, Micros now)
+        : zones_(zones), key_hash_(key_hash), now_(now) {
+        define(limit);
+    }
 
     void step(Bytes &in) {
         ++op_index_;
@@ -225,7 +264,14 @@ class Run {
                 move_clock(static_cast<__int128>(now_) - clock_move(in, limit_));
                 break;
             case Op::to_boundary: {
-                // Just around the next boundary of the window grid (the period grid for other algorithms).
+                // Just around the next boundary of the window grid (the period grid for other algorithms), or
+                // the next opening of a calendar.
+                if (limit_.calendar.unit != core::CalendarUnit::none) {
+                    const core::CalendarIndex window = core::calendar_index(limit_.calendar, now_);
+                    move_clock(static_cast<__int128>(core::calendar_start(limit_.calendar, window + 1)) + in.u8() % 5 -
+                               2);
+                    break;
+                }
                 const __int128 index = floor_div(static_cast<__int128>(now_) - origin_, limit_.period) + 1;
                 move_clock(origin_ + index * limit_.period + in.u8() % 5 - 2);
                 break;
@@ -245,6 +291,7 @@ class Run {
                          now_, has_row_ ? "" : "(none) ", row_.value, row_.ts);
         }
         check_row();
+        check_calendar();
     }
 
   private:
@@ -283,7 +330,7 @@ class Run {
     // rewritten by rescaled_state where rescale_rewrites says so (another capacity under proportional, an
     // algorithm conversion, a sliding window's new capacity, period or grid), else as it is.
     void redefine(Bytes &in) {
-        const Limit next = fuzz::limit(in);
+        const Limit next = fuzz::limit(in, zones_.spare());
         if (g_trace) print_limit("redefine to", next, 0);
         if (!accepted(next)) return;  // rate_limit_define raises an error: nothing changes
         if (!core::state_carries_over(limit_, next)) {
@@ -299,6 +346,7 @@ class Run {
             }
         }
         define(next);
+        zones_.adopt();
     }
 
     // Rewrites the row for `next`: it holds the balance it held under the old definition, scaled
@@ -600,6 +648,41 @@ class Run {
                 full, whole.allowed, whole.balance);
     }
 
+    // A calendar limit's window at now (see the top of the file).
+    void check_calendar() const {
+        const core::Calendar &calendar = limit_.calendar;
+        if (calendar.unit == core::CalendarUnit::none) return;
+        const core::CalendarIndex window = core::calendar_index(calendar, now_);
+        const Micros open = core::calendar_start(calendar, window);
+        const Micros close = core::calendar_start(calendar, window + 1);
+        constexpr Micros kLast = std::numeric_limits<Micros>::max();  // calendar_start saturates there
+        require(open <= now_ && (now_ < close || close == kLast), "now lies in the window calendar_index gives it",
+                "window=%" PRId64 " [%" PRId64 ", %" PRId64 ")", static_cast<std::int64_t>(window), open, close);
+        // The opening is the zone's reading of local midnight of the window's first day, as long as that
+        // midnight fits in int64 with a day to spare (calendar.hpp: further days saturate).
+        const __int128 day = first_day(calendar, window);
+        constexpr __int128 kLastDay = kLast / kDay - 1;
+        if (day >= -kLastDay && day <= kLastDay) {
+            const core::TimeZone &zone = *calendar.zone;
+            const Micros expected = zone.utc_of_local(zone, static_cast<Micros>(day) * kDay);
+            require(open == expected, "a calendar window opens at local midnight of its first day",
+                    "window=%" PRId64 " first day=%" PRId64 " opens at %" PRId64 ", expected %" PRId64,
+                    static_cast<std::int64_t>(window), static_cast<std::int64_t>(day), open, expected);
+        }
+        // The microsecond before the opening is in the window before, unless that one has no length (a day
+        // the zone skips entirely).
+        const Micros previous = core::calendar_start(calendar, window - 1);
+        if (previous < open) {
+            const core::CalendarIndex before = core::calendar_index(calendar, open - 1);
+            require(before == window - 1, "the microsecond before an opening belongs to the window before",
+                    "window=%" PRId64 " opens at %" PRId64 "; calendar_index(opening - 1)=%" PRId64,
+                    static_cast<std::int64_t>(window), open, static_cast<std::int64_t>(before));
+        }
+        require(previous <= open && open <= close, "calendar windows never close before they open",
+                "windows %" PRId64 "..%" PRId64 " open at %" PRId64 ", %" PRId64 ", %" PRId64,
+                static_cast<std::int64_t>(window - 1), static_cast<std::int64_t>(window + 1), previous, open, close);
+    }
+
     // Whether the row, full at key time while the clock is behind it, no longer holds the key's time: a GCRA
     // row whose TAT a refund or a rescale wrote at an earlier clock reading.
     [[nodiscard]] bool drops_key_time() const {
@@ -701,6 +784,7 @@ class Run {
     long double refunded_ = 0;
     std::array<Written, kMaxOps> written_{};
     Limit limit_{};
+    ZoneSlots &zones_;
     const AlgorithmUnderTest *algorithm_ = nullptr;
     State row_{};
     Micros origin_ = 0;
@@ -732,12 +816,14 @@ extern "C" int LLVMFuzzerInitialize(int * /*argc*/, char *** /*argv*/) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
     using namespace pg_ratelimit::fuzz;
     Bytes in(data, size);
-    const Limit limit = pg_ratelimit::fuzz::limit(in);
+    ZoneSlots zones;
+    const Limit limit = pg_ratelimit::fuzz::limit(in, zones.spare());
     const std::uint64_t key_hash = in.bits(8);
     const Micros now = first_instant(in);
     if (g_trace) print_limit("define", limit, 0);
     if (!accepted(limit)) return 0;  // rate_limit_define raises an error
-    Run run(limit, key_hash, now);
+    zones.adopt();
+    Run run(limit, zones, key_hash, now);
     for (int op = 0; op < kMaxOps && !in.empty(); ++op) run.step(in);
     return 0;
 }

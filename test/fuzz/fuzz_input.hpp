@@ -4,6 +4,7 @@
 // infinities, negatives, denormals, out-of-range periods and starts) that validation must reject.
 #pragma once
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstddef>
@@ -12,7 +13,9 @@
 #include <limits>
 
 #include "algorithms_under_test.hpp"
+#include "core/calendar.hpp"
 #include "core/validate.hpp"
+#include "fuzz_zones.hpp"
 
 namespace pg_ratelimit::fuzz {
 
@@ -204,8 +207,92 @@ inline Micros jitter(std::uint8_t flags) {
     }
 }
 
-// A limit as rate_limit_define would receive it, not yet validated.
-inline Limit limit(Bytes &in) {
+// Seconds east of UTC, within 15 hours: common and odd offsets, or any.
+inline std::int64_t utc_offset(Bytes &in) {
+    static constexpr std::int64_t kOffsets[] = {0,
+                                                3600,
+                                                7200,
+                                                -18000,
+                                                -36000,
+                                                19800 /* +05:30 */,
+                                                20700 /* +05:45 */,
+                                                50400,
+                                                -43200,
+                                                49500 /* +13:45 */,
+                                                -12600 /* -03:30 */,
+                                                -34200 /* -09:30 */,
+                                                54000,
+                                                -54000,
+                                                561 /* Paris's mean time until 1911 */};
+    if (in.u8() % 2 == 0) return in.pick(kOffsets);
+    return static_cast<std::int64_t>(in.u32() % 108001) - 54000;
+}
+
+// A calendar's time zone, into `zone` (fuzz_zones.hpp): half of them fixed offsets, half alternating between
+// two offsets up to 24 hours apart at changes 49 hours to 400 days apart, the first change mostly at a local
+// midnight (of the offset before it), or a few hours or a day off it, near 2024 or anywhere.
+inline void time_zone(Bytes &in, FuzzZone &zone) {
+    if (in.u8() % 2 == 0) {
+        zone.set_fixed(utc_offset(in));
+        return;
+    }
+    static constexpr std::int64_t kJumps[] = {3600, -3600, 1800, -1800, 7200, 1200, 86400, -86400};
+    constexpr std::int64_t kHour = 3600;
+    constexpr std::int64_t kDaySeconds = 86400;
+    static constexpr std::int64_t kSpacings[] = {49 * kHour, 7 * kDaySeconds, 30 * kDaySeconds,
+                                                 182 * kDaySeconds + 12 * kHour, 31556952};
+    static constexpr std::int64_t kShifts[] = {0, 0, 0, 1, -1, 3600, -3600, 1800, 82800, 86400, -86400};
+    constexpr std::int64_t kMostOffset = 54000;
+    const std::int64_t second = utc_offset(in);  // in force before the first change
+    const std::int64_t jump = in.u8() % 2 == 0 ? in.pick(kJumps) : static_cast<std::int64_t>(in.u32() % 172801) - 86400;
+    std::int64_t first = second + jump;
+    if (first > kMostOffset || first < -kMostOffset) first = second - jump;
+    first = std::clamp(first, -kMostOffset, kMostOffset);  // the jump only shrinks
+    const std::int64_t spacing =
+        in.u8() % 2 == 0 ? in.pick(kSpacings) : 49 * kHour + static_cast<std::int64_t>(in.u32() % (400 * kDaySeconds));
+    const std::int64_t day = in.u8() % 2 == 0 ? 8700 + in.u16() % 1024 : static_cast<std::int32_t>(in.u32());
+    const std::int64_t shift = in.u8() % 2 == 0 ? in.pick(kShifts) : static_cast<std::int64_t>(in.u32() % 86400);
+    zone.set_alternating(first, second, day * kDaySeconds - second + shift, spacing);
+}
+
+// A calendar (core/calendar.hpp) as rate_limit_define builds one from a period and a time zone: days, weeks
+// or months, mostly a valid count, sometimes at or beyond its bounds; the zone decoded into `zone` (1 in 32:
+// none, which validation rejects).
+inline core::Calendar calendar(Bytes &in, FuzzZone &zone) {
+    using core::CalendarUnit;
+    static constexpr CalendarUnit kUnits[] = {CalendarUnit::day, CalendarUnit::week, CalendarUnit::month};
+    static constexpr std::int32_t kCounts[] = {1, 1, 1, 2, 3, 7, 12, 4};
+    static constexpr std::int32_t kEdges[] = {0,
+                                              -1,
+                                              core::MAX_CALENDAR_DAYS,
+                                              core::MAX_CALENDAR_DAYS + 1,
+                                              core::MAX_CALENDAR_WEEKS,
+                                              core::MAX_CALENDAR_WEEKS + 1,
+                                              core::MAX_CALENDAR_MONTHS,
+                                              core::MAX_CALENDAR_MONTHS + 1,
+                                              std::numeric_limits<std::int32_t>::max()};
+    core::Calendar c;
+    c.unit = in.pick(kUnits);
+    switch (in.u8() % 4) {
+        case 0:
+        case 1:
+            c.count = in.pick(kCounts);
+            break;
+        case 2:
+            c.count = in.pick(kEdges);
+            break;
+        default:
+            c.count = 1 + in.u16() % 1300;
+    }
+    if (in.u8() % 32 == 0) return c;  // no zone
+    time_zone(in, zone);
+    c.zone = &zone.zone();
+    return c;
+}
+
+// A limit as rate_limit_define would receive it, not yet validated. A calendar limit's zone is decoded into
+// `zone`.
+inline Limit limit(Bytes &in, FuzzZone &zone) {
     Limit l;
     const AlgorithmUnderTest &algorithm = in.pick(kAlgorithms);
     l.algorithm = algorithm.algorithm;
@@ -226,7 +313,18 @@ inline Limit limit(Bytes &in) {
     }
     const std::uint8_t flags = in.u8();
     // A start on an algorithm without a grid is rare (validation must reject it).
-    l.has_start = (flags & 1) != 0 && (algorithm.accepts_start || (flags & 0x0e) == 0x0e);
+    const bool start_drawn = (flags & 1) != 0 && (algorithm.accepts_start || (flags & 0x0e) == 0x0e);
+    // A calendar period for an eighth of the fixed windows, and rarely for other algorithms (validation rejects
+    // those; the rare start above never comes with it, validation must meet that alone). Its period is the
+    // nominal one, as the glue sets it; a start with it is rare (validation rejects that too).
+    const bool on_calendar = algorithm.accepts_calendar ? (flags & 0x0e) == 0x06 : (flags & 0x0f) == 0x0a;
+    if (on_calendar) {
+        l.calendar = calendar(in, zone);
+        l.period = core::calendar_nominal_period(l.calendar.unit, l.calendar.count);
+        l.has_start = (flags & 0xf1) == 0xf1;
+    } else {
+        l.has_start = start_drawn;
+    }
     if (l.has_start) l.start = start(in);
     l.jitter = jitter(flags);
     return l;
