@@ -494,7 +494,13 @@ class Run {
         const core::Level back = core::rules_of(limit_.algorithm).level(limit_, out.next, now_, origin_);
         const Micros at = key_instant();
         if (algorithm_->stores_balance) {
-            require(out.next.value == out.balance && out.next.ts == at, "the row written is {balance, key instant}",
+            // A calendar key keeps the opening of its window instead (fixed_window.cpp).
+            const core::Calendar &calendar = limit_.calendar;
+            const Micros stored_at = calendar.unit == core::CalendarUnit::none
+                                         ? at
+                                         : core::calendar_start(calendar, core::calendar_index(calendar, at));
+            require(out.next.value == out.balance && out.next.ts == stored_at,
+                    "the row written is {balance, key instant} (a calendar's: the opening of its window)",
                     "next={%.17g, %" PRId64 "} balance=%.17g key instant=%" PRId64, out.next.value, out.next.ts,
                     out.balance, at);
         }

@@ -34,6 +34,10 @@ class FuzzZone {
         second_ = second;
         phase_ = phase;
         spacing_ = spacing;
+        // New rules: the windows the zone remembers (core::TimeZone::recent) were found under the old ones.
+        // (The server's zones never change rules: PostgreSQL loads each once per backend.)
+        for (core::TimeZone::Window &window : zone_.recent) window = {};
+        zone_.next_recent = 0;
     }
 
     [[nodiscard]] const core::TimeZone &zone() const { return zone_; }
