@@ -65,12 +65,7 @@ const core::TimeZone *time_zone_named(const char *name) {
     }
     bool found = false;
     auto *entry = static_cast<ZoneEntry *>(hash_search(zones, &tz, HASH_ENTER, &found));
-    if (!found) {
-        memset(&entry->zone, 0, sizeof(entry->zone));
-        entry->zone.offset_at = offset_at;
-        entry->zone.utc_of_local = utc_of_local;
-        entry->zone.data = tz;
-    }
+    if (!found) entry->zone = core::TimeZone{offset_at, utc_of_local, tz};
     return &entry->zone;
 }
 
