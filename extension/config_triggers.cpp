@@ -132,6 +132,10 @@ void forget_memory_state(const TriggerData *trigger, HeapTuple old_row, HeapTupl
 
 Datum config_row_body(FunctionCallInfo fcinfo) {
     const TriggerData *trigger = trigger_data(fcinfo, "rate_limit_config_row()", true);
+    // Logical replication's apply worker fires row triggers only, never the statement trigger above: the
+    // cached limits of a subscriber's sessions are dropped from here too (duplicates of one command's
+    // invalidation are merged).
+    CacheInvalidateRelcacheByRelid(RelationGetRelid(trigger->tg_relation));
     const TriggerEvent event = trigger->tg_event;
     HeapTuple old_row = TRIGGER_FIRED_BY_INSERT(event) ? nullptr : trigger->tg_trigtuple;
     HeapTuple new_row = TRIGGER_FIRED_BY_INSERT(event)   ? trigger->tg_trigtuple

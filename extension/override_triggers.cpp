@@ -1,4 +1,5 @@
-// rate_limit_override_changed (AFTER ... FOR EACH STATEMENT on rate_limit_override): queues an
+// rate_limit_override_changed (AFTER ... FOR EACH STATEMENT on rate_limit_override, and FOR EACH ROW for
+// logical replication's apply worker, which fires row triggers only): queues an
 // invalidation of the table's relcache entry, which every backend's override cache (override_cache.hpp)
 // turns into dropping what it cached. PostgreSQL delivers it to this backend at the next command (and
 // again on rollback) and to every other backend when the change commits. Created ENABLE ALWAYS, like

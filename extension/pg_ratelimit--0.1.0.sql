@@ -312,6 +312,11 @@ CREATE TRIGGER rate_limit_override_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON @extschema@.rate_limit_override
     FOR EACH STATEMENT EXECUTE FUNCTION @extschema@.rate_limit_override_changed();
 ALTER TABLE @extschema@.rate_limit_override ENABLE ALWAYS TRIGGER rate_limit_override_changed;
+-- Logical replication's apply worker fires row triggers only: the same invalidation for each row it applies.
+CREATE TRIGGER rate_limit_override_changed_row
+    AFTER INSERT OR UPDATE OR DELETE ON @extschema@.rate_limit_override
+    FOR EACH ROW EXECUTE FUNCTION @extschema@.rate_limit_override_changed();
+ALTER TABLE @extschema@.rate_limit_override ENABLE ALWAYS TRIGGER rate_limit_override_changed_row;
 
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.rate_limit_override', '');
 

@@ -194,7 +194,9 @@ Datum enforce_body(FunctionCallInfo fcinfo) {
     text *key = key_arg(fcinfo, 0);
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     const double cost = cost_arg(fcinfo, 2);
-    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    // The key's own limit (its override, if any: per-key tiers), as every decision function.
+    const core::Limit limit =
+        effective_limit(context, limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
     require_cost_fits(limit, cost, limit_name);
     const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
     if (!outcome.allowed) raise_rate_limit_exceeded(limit_name, key, outcome.retry_after);
@@ -225,7 +227,9 @@ Datum settle_reservation_body(FunctionCallInfo fcinfo) {
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     const double reserved = settled_amount_arg(fcinfo, 2, "reserved");
     const double actual = settled_amount_arg(fcinfo, 3, "actual");
-    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    // The key's own limit (its override, if any: per-key tiers), as every decision function.
+    const core::Limit limit =
+        effective_limit(context, limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
     // No request can have reserved more than a (shard's) capacity.
     if (reserved > 0 && core::validate_cost(limit, reserved) == core::CostProblem::exceeds_capacity)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
