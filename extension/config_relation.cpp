@@ -40,21 +40,7 @@ void check(Relation config, Oid extension) {
                      "its columns are not (name, algorithm, rate, period, capacity, max_reserved, start, shards, "
                      "storage, epoch, jitter, time_zone)",
                      RESTORE_HINT);
-    // The triggers are copied first: looking their functions up reads the catalogs, which can accept
-    // invalidations and rebuild the relcache entry, freeing its trigger descriptor.
-    const TriggerDesc *trigdesc = config->trigdesc;
-    const int count = trigdesc == nullptr ? 0 : trigdesc->numtriggers;
-    Oid *functions = static_cast<Oid *>(palloc(sizeof(Oid) * (count + 1)));
-    char **names = static_cast<char **>(palloc(sizeof(char *) * (count + 1)));
-    for (int i = 0; i < count; ++i) {
-        functions[i] = trigdesc->triggers[i].tgfoid;
-        names[i] = pstrdup(trigdesc->triggers[i].tgname);
-    }
-    for (int i = 0; i < count; ++i)
-        if (getExtensionOfObject(ProcedureRelationId, functions[i]) != extension)
-            refuse_table(config, psprintf("it has a trigger of its own, \"%s\"", names[i]),
-                         "Triggers on it would run as the extension's owner whenever rate_limit_define writes it: "
-                         "drop the trigger.");
+    refuse_foreign_triggers(config, extension, "rate_limit_define");
 }
 
 }  // namespace

@@ -42,21 +42,7 @@ void check_column(Relation table, const Column &wanted) {
 void check(Relation table, Oid extension) {
     check_extension_table(table, extension);
     for (const Column &column : COLUMNS) check_column(table, column);
-    // The triggers are copied first: looking their functions up reads the catalogs, which can accept
-    // invalidations and rebuild the relcache entry, freeing its trigger descriptor.
-    const TriggerDesc *trigdesc = table->trigdesc;
-    const int count = trigdesc == nullptr ? 0 : trigdesc->numtriggers;
-    Oid *functions = static_cast<Oid *>(palloc(sizeof(Oid) * (count + 1)));
-    char **names = static_cast<char **>(palloc(sizeof(char *) * (count + 1)));
-    for (int i = 0; i < count; ++i) {
-        functions[i] = trigdesc->triggers[i].tgfoid;
-        names[i] = pstrdup(trigdesc->triggers[i].tgname);
-    }
-    for (int i = 0; i < count; ++i)
-        if (getExtensionOfObject(ProcedureRelationId, functions[i]) != extension)
-            refuse_table(table, psprintf("it has a trigger of its own, \"%s\"", names[i]),
-                         "Triggers on it would run as the extension's owner whenever rate_limit_override writes it: "
-                         "drop the trigger.");
+    refuse_foreign_triggers(table, extension, "rate_limit_override");
 }
 
 }  // namespace

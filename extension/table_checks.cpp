@@ -38,4 +38,23 @@ Relation open_extension_table(Oid schema, const char *name, LOCKMODE lockmode, O
     return relation;
 }
 
+void refuse_foreign_triggers(Relation relation, Oid extension, const char *writer) {
+    // The triggers are copied first: looking their functions up reads the catalogs, which can accept
+    // invalidations and rebuild the relcache entry, freeing its trigger descriptor.
+    const TriggerDesc *trigdesc = relation->trigdesc;
+    const int count = trigdesc == nullptr ? 0 : trigdesc->numtriggers;
+    Oid *functions = static_cast<Oid *>(palloc(sizeof(Oid) * (count + 1)));
+    char **names = static_cast<char **>(palloc(sizeof(char *) * (count + 1)));
+    for (int i = 0; i < count; ++i) {
+        functions[i] = trigdesc->triggers[i].tgfoid;
+        names[i] = pstrdup(trigdesc->triggers[i].tgname);
+    }
+    for (int i = 0; i < count; ++i)
+        if (getExtensionOfObject(ProcedureRelationId, functions[i]) != extension)
+            refuse_table(relation, psprintf("it has a trigger of its own, \"%s\"", names[i]),
+                         psprintf("Triggers on it would run as the extension's owner whenever %s writes it: "
+                                  "drop the trigger.",
+                                  writer));
+}
+
 }  // namespace pg_ratelimit

@@ -17,6 +17,10 @@ inline constexpr const char *RESTORE_HINT =
 // forced row-level security.
 void check_extension_table(Relation relation, Oid extension);
 
+// Refuses a table with a trigger whose function is not the extension's: it would run as the extension's
+// owner whenever `writer` (the function that writes the table) does.
+void refuse_foreign_triggers(Relation relation, Oid extension, const char *writer);
+
 // Opens the extension's table `name` in `schema` (try_table_open: a concurrent DROP is reported, not an
 // internal error), trying the cached OID first: its name and schema are checked, since the OID could only
 // have been reused after the table was dropped. *cached is updated.
