@@ -60,37 +60,40 @@ void decision_values(const core::Limit &limit, const core::Outcome &outcome, Dat
     values[1] = Int64GetDatum(core::whole_units(limit, outcome.balance));
     values[2] = IntervalPGetDatum(interval_from_micros(outcome.retry_after));
     values[3] = IntervalPGetDatum(interval_from_micros(outcome.reset_after));
+    values[4] = BoolGetDatum(outcome.shadow_denied);
 }
 
 void require_decision_rows(TupleDesc desc) {
-    constexpr Oid TYPES[] = {TEXTOID, INT4OID, BOOLOID, INT8OID, INTERVALOID, INTERVALOID};
-    bool shape = desc->natts == 6;
-    for (int i = 0; shape && i < 6; ++i)
+    constexpr Oid TYPES[] = {TEXTOID, INT4OID, BOOLOID, INT8OID, INTERVALOID, INTERVALOID, BOOLOID};
+    bool shape = desc->natts == 7;
+    for (int i = 0; shape && i < 7; ++i)
         shape = !TupleDescAttr(desc, i)->attisdropped && TupleDescAttr(desc, i)->atttypid == TYPES[i];
     if (!shape)
         ereport(ERROR,
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                  errmsg("pg_ratelimit cannot return these rows: their columns are not (key text, position "
-                        "integer, allowed boolean, remaining bigint, retry_after interval, reset_after interval)"),
+                        "integer, allowed boolean, remaining bigint, retry_after interval, reset_after interval, "
+                        "shadow_denied boolean)"),
                  errhint("Re-create the extension.")));
 }
 
 Datum decision_datum(const CallContext &context, const core::Limit &limit, const core::Outcome &outcome) {
-    Datum values[4];
-    bool nulls[4] = {false, false, false, false};
+    Datum values[DECISION_COLUMNS];
+    bool nulls[DECISION_COLUMNS] = {false, false, false, false, false};
     decision_values(limit, outcome, values);
     // The type cache keeps the descriptor current (and pinned while we use it). The type is the extension's,
-    // but ALTER TYPE could still have changed it: the four values fit only the install script's shape.
+    // but ALTER TYPE could still have changed it: the values fit only the install script's shape.
     TupleDesc desc = lookup_rowtype_tupdesc(context.decision_type, -1);
-    constexpr Oid TYPES[] = {BOOLOID, INT8OID, INTERVALOID, INTERVALOID};
-    bool shape = desc->natts == 4;
-    for (int i = 0; shape && i < 4; ++i)
+    constexpr Oid TYPES[DECISION_COLUMNS] = {BOOLOID, INT8OID, INTERVALOID, INTERVALOID, BOOLOID};
+    bool shape = desc->natts == DECISION_COLUMNS;
+    for (int i = 0; shape && i < DECISION_COLUMNS; ++i)
         shape = !TupleDescAttr(desc, i)->attisdropped && TupleDescAttr(desc, i)->atttypid == TYPES[i];
     if (!shape) {
         ReleaseTupleDesc(desc);
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("pg_ratelimit cannot use type rate_limit_decision: its attributes are not "
-                               "(allowed boolean, remaining bigint, retry_after interval, reset_after interval)"),
+                               "(allowed boolean, remaining bigint, retry_after interval, reset_after interval, "
+                               "shadow_denied boolean)"),
                         errhint("Undo the change to the type, or re-create the extension.")));
     }
     HeapTuple tuple = heap_form_tuple(desc, values, nulls);

@@ -25,11 +25,13 @@ CallContext call_context(FunctionCallInfo fcinfo, bool returns_decision);
 // A duration as an interval of hours, minutes and seconds (palloc'd).
 Interval *interval_from_micros(core::Micros micros);
 
-// (allowed, remaining, retry_after, reset_after) as a rate_limit_decision datum.
+// The columns of rate_limit_decision: allowed, remaining, retry_after, reset_after, shadow_denied.
+constexpr int DECISION_COLUMNS = 5;
+// An outcome as a rate_limit_decision datum.
 Datum decision_datum(const CallContext &context, const core::Limit &limit, const core::Outcome &outcome);
-// The same four values, into values[0..3].
+// The same DECISION_COLUMNS values, into values[0..DECISION_COLUMNS - 1].
 void decision_values(const core::Limit &limit, const core::Outcome &outcome, Datum *values);
-// ERROR 55000 unless `desc` is (key text, position integer, then the decision's four columns).
+// ERROR 55000 unless `desc` is (key text, position integer, then the decision's columns).
 void require_decision_rows(TupleDesc desc);
 
 // Argument accessors that raise the documented errors. NULL in a required argument is 22004; a NULL

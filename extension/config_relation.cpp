@@ -12,7 +12,8 @@ struct Column {
 constexpr Column COLUMNS[] = {{"name", TEXTOID},         {"algorithm", TEXTOID},  {"rate", FLOAT8OID},
                               {"period", INTERVALOID},   {"capacity", FLOAT8OID}, {"max_reserved", FLOAT8OID},
                               {"start", TIMESTAMPTZOID}, {"shards", INT4OID},     {"storage", TEXTOID},
-                              {"epoch", INT8OID},        {"jitter", INTERVALOID}, {"time_zone", TEXTOID}};
+                              {"epoch", INT8OID},        {"jitter", INTERVALOID}, {"time_zone", TEXTOID},
+                              {"shadow", BOOLOID}};
 constexpr int COLUMN_COUNT = sizeof(COLUMNS) / sizeof(COLUMNS[0]);
 
 Oid cached_schema = InvalidOid;
@@ -38,7 +39,7 @@ void check(Relation config, Oid extension) {
     if (!shape)
         refuse_table(config,
                      "its columns are not (name, algorithm, rate, period, capacity, max_reserved, start, shards, "
-                     "storage, epoch, jitter, time_zone)",
+                     "storage, epoch, jitter, time_zone, shadow)",
                      RESTORE_HINT);
     refuse_foreign_triggers(config, extension, "rate_limit_define");
 }

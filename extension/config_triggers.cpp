@@ -29,8 +29,8 @@
 namespace pg_ratelimit {
 namespace {
 
-// name, algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch, jitter, time_zone
-constexpr int CONFIG_COLUMNS = 12;
+// name, algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch, jitter, time_zone, shadow
+constexpr int CONFIG_COLUMNS = 13;
 constexpr int STORAGE_COLUMN = 9;
 
 [[noreturn]] void misuse(const char *name, const char *how) {
@@ -89,13 +89,14 @@ bool replaces_shipped_default(const TriggerData *trigger, HeapTuple row) {
     const int sql_token = extension_sql_begin(RelationGetNamespace(trigger->tg_relation));
     extension_sql_run(
         "UPDATE ONLY rate_limit_config SET algorithm = $2, rate = $3, period = $4, capacity = $5,"
-        " max_reserved = $6, start = $7, shards = $8, storage = $9, epoch = $10, jitter = $11, time_zone = $12"
+        " max_reserved = $6, start = $7, shards = $8, storage = $9, epoch = $10, jitter = $11, time_zone = $12,"
+        " shadow = $13"
         " WHERE name OPERATOR(pg_catalog.=) $1"
         " AND algorithm OPERATOR(pg_catalog.=) 'token_bucket' AND rate OPERATOR(pg_catalog.=) 120"
         " AND period OPERATOR(pg_catalog.=) '1 minute' AND capacity OPERATOR(pg_catalog.=) 120"
         " AND max_reserved IS NULL AND start IS NULL AND shards OPERATOR(pg_catalog.=) 1"
         " AND storage OPERATOR(pg_catalog.=) 'durable' AND epoch OPERATOR(pg_catalog.=) 0"
-        " AND jitter OPERATOR(pg_catalog.=) '0' AND time_zone IS NULL",
+        " AND jitter OPERATOR(pg_catalog.=) '0' AND time_zone IS NULL AND NOT shadow",
         CONFIG_COLUMNS, types, values, nulls, false, SPI_OK_UPDATE);
     const bool merged = SPI_processed > 0;
     extension_sql_end(sql_token);

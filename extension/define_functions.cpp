@@ -132,7 +132,7 @@ void rescale_table_keys(const CallContext &context, Datum name, const core::Limi
 }
 
 // rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start, shards, storage, jitter,
-//                   rescale, time_zone)
+//                   rescale, time_zone, shadow)
 Datum define_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     text *name = limit_name_arg(fcinfo, 0);
@@ -157,6 +157,8 @@ Datum define_body(FunctionCallInfo fcinfo) {
     limit.shards = PG_ARGISNULL(7) ? 1 : PG_GETARG_INT32(7);
     limit.storage = PG_ARGISNULL(8) ? core::Storage::durable : storage_from_text(text_to_cstring(PG_GETARG_TEXT_PP(8)));
     limit.jitter = PG_ARGISNULL(9) ? 0 : jitter_micros(PG_GETARG_INTERVAL_P(9));
+    if (PG_ARGISNULL(12)) ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("shadow must not be null")));
+    limit.shadow = PG_GETARG_BOOL(12);
     const core::Rescale rule =
         PG_ARGISNULL(10) ? core::Rescale::proportional : rescale_from_text(text_to_cstring(PG_GETARG_TEXT_PP(10)));
     require_valid_limit(limit);
@@ -189,8 +191,8 @@ Datum define_body(FunctionCallInfo fcinfo) {
     // One spelling per meaning: unlimited reservations are stored as NULL (never 'Infinity'), none as 0
     // (never -0).
     const bool unlimited = std::isinf(limit.max_reserved);
-    Oid types[] = {TEXTOID,        TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID,   FLOAT8OID,
-                   TIMESTAMPTZOID, INT4OID, TEXTOID,   INT8OID,     INTERVALOID, TEXTOID};
+    Oid types[] = {TEXTOID, TEXTOID, FLOAT8OID, INTERVALOID, FLOAT8OID, FLOAT8OID, TIMESTAMPTZOID,
+                   INT4OID, TEXTOID, INT8OID,   INTERVALOID, TEXTOID,   BOOLOID};
     Datum values[] = {PointerGetDatum(name),
                       CStringGetTextDatum(algorithm_name(limit.algorithm)),
                       Float8GetDatum(limit.rate),
@@ -202,7 +204,8 @@ Datum define_body(FunctionCallInfo fcinfo) {
                       CStringGetTextDatum(storage_name(limit.storage)),
                       Int64GetDatum(epoch),
                       PG_ARGISNULL(9) ? IntervalPGetDatum(interval_from_micros(0)) : PG_GETARG_DATUM(9),
-                      zone == nullptr ? 0 : CStringGetTextDatum(time_zone_name(*zone))};
+                      zone == nullptr ? 0 : CStringGetTextDatum(time_zone_name(*zone)),
+                      BoolGetDatum(limit.shadow)};
     const char nulls[] = {' ',
                           ' ',
                           ' ',
@@ -214,18 +217,19 @@ Datum define_body(FunctionCallInfo fcinfo) {
                           ' ',
                           ' ',
                           ' ',
-                          zone == nullptr ? 'n' : ' '};
+                          zone == nullptr ? 'n' : ' ',
+                          ' '};
     // The row trigger turns an insert of 'default' over the shipped row into an update of that row; ON
     // CONFLICT covers a redefinition and a concurrent first definition of the same name.
     extension_sql_run(
         "INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, max_reserved, start, shards, storage,"
-        " epoch, jitter, time_zone) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+        " epoch, jitter, time_zone, shadow) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         " ON CONFLICT (name) DO UPDATE SET"
         " algorithm = EXCLUDED.algorithm, rate = EXCLUDED.rate, period = EXCLUDED.period,"
         " capacity = EXCLUDED.capacity, max_reserved = EXCLUDED.max_reserved, start = EXCLUDED.start,"
         " shards = EXCLUDED.shards, storage = EXCLUDED.storage, epoch = EXCLUDED.epoch, jitter = EXCLUDED.jitter,"
-        " time_zone = EXCLUDED.time_zone",
-        12, types, values, nulls, false, SPI_OK_INSERT);
+        " time_zone = EXCLUDED.time_zone, shadow = EXCLUDED.shadow",
+        13, types, values, nulls, false, SPI_OK_INSERT);
     // Per-key overrides stay, and must fit the new definition (override_hooks.hpp).
     const OverrideSet *overrides = overrides_for_definition(context, name, existed, limit);
     if (existed && fresh) {

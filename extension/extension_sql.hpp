@@ -51,7 +51,7 @@ const char *state_table_name(StateTable table);
 // plan made for one schema is replanned automatically if the extension is re-created in another one.
 // The columns of rate_limit_config that make a limit, in the order limit_from_row reads them.
 #define LIMIT_COLUMNS \
-    "algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch, jitter, time_zone"
+    "algorithm, rate, period, capacity, max_reserved, start, shards, storage, epoch, jitter, time_zone, shadow"
 
 enum class Statement {
     select_limit,        // $1 name -> LIMIT_COLUMNS

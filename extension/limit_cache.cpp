@@ -64,7 +64,7 @@ bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit) {
 }
 
 bool limit_row_complete(HeapTuple row, TupleDesc desc) {
-    for (const int number : {1, 2, 3, 4, 7, 8, 9, 10}) {
+    for (const int number : {1, 2, 3, 4, 7, 8, 9, 10, 12}) {
         bool isnull = false;
         (void)SPI_getbinval(row, desc, number, &isnull);
         if (isnull) return false;
@@ -100,6 +100,7 @@ core::Limit limit_from_row(HeapTuple row, TupleDesc desc, int first_column) {
     limit.jitter = jitter_micros(DatumGetIntervalP(column(10, "jitter", false, &isnull)));
     const Datum time_zone = column(11, "time_zone", true, &isnull);
     set_limit_period(&limit, period, isnull ? nullptr : TextDatumGetCString(time_zone));
+    limit.shadow = DatumGetBool(column(12, "shadow", false, &isnull));
     return limit;
 }
 

@@ -7,7 +7,8 @@ CREATE TYPE @extschema@.rate_limit_decision AS (
     remaining   bigint,    -- whole units left after the call, 0 while in debt
     retry_after interval,  -- 0 when allowed now; denied: until the same request can succeed;
                            -- reserved: until the reserved work may run
-    reset_after interval   -- until the key is back at full capacity
+    reset_after interval,  -- until the key is back at full capacity
+    shadow_denied boolean  -- a shadow limit would have denied this call (allowed is true: README, Shadow mode)
 );
 
 -- Named limits. Read it freely; change it with rate_limit_define() / rate_limit_drop().
@@ -31,6 +32,8 @@ CREATE TABLE @extschema@.rate_limit_config (
                                                       AND date_part('year', jitter) = 0),
                                                    -- denied calls' retry_after spread by up to this much
     time_zone    text CHECK (time_zone <> ''),     -- fixed windows: calendar days, weeks or months there
+    shadow       boolean NOT NULL DEFAULT false,   -- never denies: decisions that would deny are allowed and
+                                                   -- flagged shadow_denied (roll a new limit out safely)
     -- Months (calendar windows, in UTC without a time_zone) and time zones are for fixed windows only.
     CONSTRAINT rate_limit_config_calendar_check
         CHECK (algorithm = 'fixed_window'
@@ -143,9 +146,9 @@ CREATE FUNCTION @extschema@.rate_limit_define(
     name text, rate float8, period interval, algorithm text DEFAULT 'token_bucket',
     capacity float8 DEFAULT NULL, max_reserved float8 DEFAULT NULL, start timestamptz DEFAULT NULL,
     shards integer DEFAULT 1, storage text DEFAULT 'durable', jitter interval DEFAULT NULL,
-    rescale text DEFAULT 'proportional', time_zone text DEFAULT NULL)
+    rescale text DEFAULT 'proportional', time_zone text DEFAULT NULL, shadow boolean DEFAULT false)
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_define' LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz, integer, text, interval, text, text) IS
+COMMENT ON FUNCTION @extschema@.rate_limit_define(text, float8, interval, text, float8, float8, timestamptz, integer, text, interval, text, text, boolean) IS
     'creates or updates a named limit; its keys keep the same share of their capacity (rescale => proportional, as_is or reset), and start afresh when the algorithm (except token_bucket <-> gcra), the number of shards or the storage changes';
 
 CREATE FUNCTION @extschema@.rate_limit_drop(name text)
@@ -162,7 +165,7 @@ COMMENT ON FUNCTION @extschema@.rate_limit_request(text, text, float8, boolean) 
 CREATE FUNCTION @extschema@.rate_limit_request_many(
     keys text[], limit_name text DEFAULT 'default', costs float8[] DEFAULT NULL)
 RETURNS TABLE (key text, "position" integer, allowed boolean, remaining bigint, retry_after interval,
-               reset_after interval)
+               reset_after interval, shadow_denied boolean)
 AS 'MODULE_PATHNAME', 'rate_limit_request_many' LANGUAGE C VOLATILE SECURITY DEFINER ROWS 100;
 COMMENT ON FUNCTION @extschema@.rate_limit_request_many(text[], text, float8[]) IS
     'rate_limit_request for each key in turn (costs[i] for keys[i], 1 where NULL): one row per key, in order';

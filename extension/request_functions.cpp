@@ -113,8 +113,8 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
         text *key = DatumGetTextPP(keys[i]);
         const double cost = costs == nullptr || cost_nulls[i] ? 1.0 : DatumGetFloat8(costs[i]);
         const core::Outcome outcome = decide_key(context, limits[i], limit_name, key, SettleMode::request, cost, false);
-        Datum values[6];
-        bool nulls[6] = {false, false, false, false, false, false};
+        Datum values[2 + DECISION_COLUMNS];
+        bool nulls[2 + DECISION_COLUMNS] = {};
         values[0] = PointerGetDatum(key);
         values[1] = Int32GetDatum(i + 1);
         decision_values(limits[i], outcome, values + 2);

@@ -111,10 +111,16 @@ core::Outcome settle(const StateTarget &target, const core::Limit &limit, Settle
     const StateAccess &access = *handle.access;
     core::State stored;
     bool found = false;
-    const core::Outcome outcome =
-        limit.shards > 1 ? settle_sharded(access, &handle, limit, mode, cost, reserve, origin)
-                         : settle_row(access, &handle, 0, limit, mode, cost, reserve, origin, &stored, &found);
+    core::Outcome outcome = limit.shards > 1
+                                ? settle_sharded(access, &handle, limit, mode, cost, reserve, origin)
+                                : settle_row(access, &handle, 0, limit, mode, cost, reserve, origin, &stored, &found);
     access.close(&handle);
+    // Shadow mode: the denial was decided (and wrote nothing); the caller is let through, told so.
+    if (limit.shadow && !outcome.allowed) {
+        outcome.allowed = true;
+        outcome.shadow_denied = true;
+        outcome.retry_after = 0;
+    }
     return outcome;
 }
 

@@ -46,9 +46,10 @@ $$;
 -- Every row of both tables as one line, for showing what a valid call changed.
 CREATE FUNCTION pg_temp.table_lines() RETURNS text[] LANGUAGE sql AS $$
     SELECT array(
-        SELECT format('limit %s(%s %s/%s cap %s res %s start %s shards %s %s jitter %s tz %s)',
+        SELECT format('limit %s(%s %s/%s cap %s res %s start %s shards %s %s jitter %s tz %s%s)',
                       pg_temp.shown(name), algorithm, rate, period, capacity, coalesce(max_reserved::text, '-'),
-                      coalesce(start::text, '-'), shards, storage, jitter, coalesce(time_zone, '-'))
+                      coalesce(start::text, '-'), shards, storage, jitter, coalesce(time_zone, '-'),
+                      CASE WHEN shadow THEN ' shadow' ELSE '' END)
           FROM rate_limit_config
         UNION ALL
         SELECT format('key %s/%s=%s@%s', pg_temp.shown(limit_name), pg_temp.shown(key), value, ts)
@@ -129,7 +130,7 @@ LANGUAGE sql AS $$
                                     coalesce(float8send(c.max_reserved)::text, 'null'),
                                     coalesce(timestamptz_send(c.start)::text, 'null'), int4send(c.shards),
                                     textsend(c.storage), int8send(c.epoch), interval_send(c.jitter),
-                                    coalesce(textsend(c.time_zone)::text, 'null')), '|'
+                                    coalesce(textsend(c.time_zone)::text, 'null'), boolsend(c.shadow)), '|'
                           ORDER BY c.name))
       FROM rate_limit_config c
     UNION ALL
@@ -201,6 +202,7 @@ INSERT INTO arguments VALUES
     ('rate_limit_define', 10, 'jitter', 'interval', 'NULL'),
     ('rate_limit_define', 11, 'rescale', 'rescale', $$'proportional'$$),
     ('rate_limit_define', 12, 'time_zone', 'zone', 'NULL'),
+    ('rate_limit_define', 13, 'shadow', 'boolean', 'false'),
     ('rate_limit_drop', 1, 'name', 'name', $$'fw'$$),
     ('rate_limit_cleanup', 1, 'limit_name', 'name', $$'tb'$$),
     ('rate_limit_override', 1, 'key', 'key', $$'half'$$),

@@ -9,18 +9,23 @@ namespace pg_ratelimit::detail {
 namespace {
 
 [[noreturn]] void malformed(const std::string &why) {
-    throw std::runtime_error("pg_ratelimit: rate_limit_request_many returned an unexpected result: " + why);
+    throw std::runtime_error("pg_ratelimit: the server returned an unexpected decision row: " + why);
 }
 
 }  // namespace
 
 Decision decision_from_columns(const pqxx::row &row, pqxx::row::size_type first, const std::string &limit) {
+    // libpqxx does not bound-check row[i]: a row of another shape must be refused before it is read.
+    if (row.size() != first + DECISION_COLUMNS)
+        malformed(std::to_string(row.size()) + " columns where " + std::to_string(first + DECISION_COLUMNS) +
+                  " were expected");
     Decision decision;
     decision.limit = limit;
     decision.allowed = row[first].as<bool>();
     decision.remaining = row[first + 1].as<std::int64_t>();
     decision.retry_after = micros_from_seconds(row[first + 2].c_str());
     decision.reset_after = micros_from_seconds(row[first + 3].c_str());
+    decision.shadow_denied = row[first + 4].as<bool>();
     return decision;
 }
 

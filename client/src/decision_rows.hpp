@@ -10,8 +10,12 @@
 
 namespace pg_ratelimit::detail {
 
-// The decision in row's columns first .. first+3: allowed, remaining, and retry_after and reset_after
-// as seconds (extract(epoch ...)). limit is the caller's name for it; the policy is left empty.
+// The columns of a decision: allowed, remaining, retry_after and reset_after as seconds (extract(epoch
+// ...)), shadow_denied.
+constexpr pqxx::row::size_type DECISION_COLUMNS = 5;
+
+// The decision in row's last DECISION_COLUMNS columns, from `first` on (a row of any other width throws
+// std::runtime_error). limit is the caller's name for it; the policy is left empty.
 Decision decision_from_columns(const pqxx::row &row, pqxx::row::size_type first, const std::string &limit);
 
 // rate_limit_request_many's rows (key, position, then the decision's columns) as decisions[i] for

@@ -32,8 +32,8 @@ std::string quote_identifier(const std::string &name) {
 // text it does not depend on the session's IntervalStyle, and it costs the server less than scaling and
 // casting them to int8 in SQL (13% of a prepared call; 20% of a one-off statement, parsed every time).
 std::string decision_sql(const std::string &prefix, const std::string &function_call) {
-    return "SELECT d.allowed, d.remaining, extract(epoch FROM d.retry_after), extract(epoch FROM d.reset_after)"
-           " FROM " +
+    return "SELECT d.allowed, d.remaining, extract(epoch FROM d.retry_after), extract(epoch FROM d.reset_after),"
+           " d.shadow_denied FROM " +
            prefix + function_call + " AS d";
 }
 
@@ -98,7 +98,7 @@ Statements::Statements(const std::string &schema) {
     // The same columns as a single call's, after the row's key and position (decision_rows.hpp).
     many_sql_ =
         "SELECT r.key, r.\"position\", r.allowed, r.remaining, extract(epoch FROM r.retry_after),"
-        " extract(epoch FROM r.reset_after) FROM " +
+        " extract(epoch FROM r.reset_after), r.shadow_denied FROM " +
         prefix + "rate_limit_request_many($1::text[], $2::text, $3::float8[]) AS r";
     // The key's own numbers (per-key tiers: rate_limit_policy), and whether the limit has overrides at all
     // (policy_cache.hpp). Through the limit's row, as the caller's snapshot sees it: a limit whose row is

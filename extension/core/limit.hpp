@@ -95,6 +95,9 @@ struct Limit {
     // Fixed windows only: calendar days, weeks or months in a time zone instead of the period's grid;
     // period then holds the nominal length (calendar_nominal_period), used only to bound it.
     Calendar calendar{};
+    // Shadow mode: decisions are made and recorded as usual, but a denial is returned as allowed (and
+    // flagged Outcome::shadow_denied), consuming nothing; a new limit can be watched before it bites.
+    bool shadow = false;
 };
 
 // The two numbers stored per (limit, key). value may be negative (debt from reservations).
@@ -108,11 +111,12 @@ struct State {
 
 struct Outcome {
     bool allowed = false;
-    bool write = false;      // next differs from the stored state (or there is none) and must be written
-    State next{};            // the state to store when write is true
-    double balance = 0;      // units available after the call; negative while in debt
-    Micros retry_after = 0;  // 0 when allowed now; see algorithms.hpp for the exact meaning
-    Micros reset_after = 0;  // until the key is back at full capacity
+    bool write = false;          // next differs from the stored state (or there is none) and must be written
+    State next{};                // the state to store when write is true
+    double balance = 0;          // units available after the call; negative while in debt
+    Micros retry_after = 0;      // 0 when allowed now; see algorithms.hpp for the exact meaning
+    Micros reset_after = 0;      // until the key is back at full capacity
+    bool shadow_denied = false;  // a shadow limit denied: allowed was turned true, nothing was consumed
 };
 
 static_assert(std::is_trivially_destructible_v<Limit> && std::is_trivially_destructible_v<State> &&

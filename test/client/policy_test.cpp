@@ -69,7 +69,8 @@ class PolicyTest : public test_support::ServerTest {
                 SELECT public.rate_limit_reset($1, $2) $$;
             CREATE FUNCTION @s.rate_limit_request_many(text[], text, float8[])
                 RETURNS TABLE (key text, "position" integer, allowed boolean, remaining bigint,
-                               retry_after interval, reset_after interval) LANGUAGE sql AS $$
+                               retry_after interval, reset_after interval, shadow_denied boolean)
+                LANGUAGE sql AS $$
                 INSERT INTO @s.calls VALUES ('request_many');
                 SELECT * FROM public.rate_limit_request_many($1, $2, $3) $$;
             CREATE FUNCTION @s.rate_limit_policy(key text, limit_name text, OUT algorithm text, OUT rate float8,

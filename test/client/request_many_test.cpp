@@ -363,10 +363,10 @@ TEST_F(RequestManyTest, RowsNotMatchingTheKeysAreRefused) {
     auto conn = test_support::connect();
     pqxx::work tx{*conn};
     const auto rows = [&](const std::string &values) {
-        return tx.exec("SELECT * FROM (VALUES " + values + ") AS v(key, position, allowed, remaining, ra, rs)");
+        return tx.exec("SELECT * FROM (VALUES " + values + ") AS v(key, position, allowed, remaining, ra, rs, sd)");
     };
-    const std::string ok_a = "('a', 1, true, 2::bigint, 0::numeric, 20.5::numeric)";
-    const std::string ok_b = "('b', 2, false, 0::bigint, 1.25::numeric, 60::numeric)";
+    const std::string ok_a = "('a', 1, true, 2::bigint, 0::numeric, 20.5::numeric, false)";
+    const std::string ok_b = "('b', 2, false, 0::bigint, 1.25::numeric, 60::numeric, false)";
     using pg_ratelimit::detail::decisions_from_batch;
 
     const auto good = decisions_from_batch(rows(ok_b + ", " + ok_a), {"a", "b"}, "l");  // placed by position
@@ -380,9 +380,16 @@ TEST_F(RequestManyTest, RowsNotMatchingTheKeysAreRefused) {
     EXPECT_THROW((void)decisions_from_batch(rows(ok_a + ", " + ok_b), {"a", "c"}, "l"), std::runtime_error);
     EXPECT_THROW((void)decisions_from_batch(rows(ok_a), {"a", "b"}, "l"), std::runtime_error);
     EXPECT_THROW((void)decisions_from_batch(rows(ok_a + ", " + ok_a), {"a", "a"}, "l"), std::runtime_error);
-    EXPECT_THROW((void)decisions_from_batch(rows("('a', 0, true, 2::bigint, 0::numeric, 0::numeric)"), {"a"}, "l"),
-                 std::runtime_error);
-    EXPECT_THROW((void)decisions_from_batch(rows("('', 1, true, 2::bigint, 0::numeric, 0::numeric)"), {"NULL"}, "l"),
+    EXPECT_THROW(
+        (void)decisions_from_batch(rows("('a', 0, true, 2::bigint, 0::numeric, 0::numeric, false)"), {"a"}, "l"),
+        std::runtime_error);
+    EXPECT_THROW(
+        (void)decisions_from_batch(rows("('', 1, true, 2::bigint, 0::numeric, 0::numeric, false)"), {"NULL"}, "l"),
+        std::runtime_error);
+    // A row of another width (a wrapper returning the columns of an older version, say) is refused, not
+    // read past its end.
+    EXPECT_THROW((void)decisions_from_batch(
+                     tx.exec("SELECT 'a' AS key, 1 AS position, true, 2::bigint, 0::numeric, 0::numeric"), {"a"}, "l"),
                  std::runtime_error);
 }
 

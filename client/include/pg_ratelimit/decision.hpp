@@ -39,7 +39,10 @@ struct Decision {
     // where it is how long until the reserved work may run.
     std::chrono::microseconds retry_after{0};
     std::chrono::microseconds reset_after{0};  // until the key is back at full capacity
-    std::string limit{};                       // the limit's name, as passed by the caller
+    // The limit is in shadow mode (rate_limit_define(..., shadow => true)) and would have denied this
+    // call: allowed is true and nothing was consumed. Log it; do not act on it.
+    bool shadow_denied = false;
+    std::string limit{};  // the limit's name, as passed by the caller
     // The limit's definition, for the RateLimit-Policy field (see Policy: it may be up to
     // Options::policy_ttl old). Empty if the limit's row was not visible when it was last read (dropped
     // meanwhile, or invisible to the caller's snapshot); the decision itself is valid all the same.
