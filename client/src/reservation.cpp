@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "limiter_core.hpp"
+#include "pg_ratelimit/errors.hpp"
 
 namespace pg_ratelimit {
 
@@ -46,6 +47,7 @@ Reservation::~Reservation() = default;
 
 bool Reservation::cancel() {
     if (core_ == nullptr || !ok() || cancelled_ || settled_) return false;
+    if (holds_nothing()) return false;
     if (in_transaction_)
         throw std::logic_error(
             "pg_ratelimit: a reservation made inside a transaction must be cancelled inside one: use cancel(tx)");
@@ -61,12 +63,23 @@ bool Reservation::cancel() {
 
 bool Reservation::cancel(pqxx::transaction_base &tx) {
     if (core_ == nullptr || !ok() || cancelled_ || settled_) return false;
+    if (holds_nothing()) return false;
     (void)core_->in_transaction(tx, detail::Call::refund, detail::CallArgs{key_, decision_.limit, cost_});
     cancelled_ = true;
     return true;
 }
 
 namespace {
+
+// A shadow-denied reservation took nothing, and the work a real limit would have turned away is not
+// recorded either: its settle only reads the key's decision (0 reserved, 0 actual). The actual cost is
+// still checked here, as the server checks it for any other reservation.
+detail::CallArgs settle_args(const Reservation &reservation, const std::string &key, double cost, double actual) {
+    if (!reservation.holds_nothing()) return detail::CallArgs{key, reservation.decision().limit, cost, false, actual};
+    if (!(actual == 0 || (actual >= 1e-9 && actual <= 1e12)))
+        throw InvalidArgument("ERROR:  actual must be 0 or between 1e-09 and 1e+12\n", "", "22023");
+    return detail::CallArgs{key, reservation.decision().limit, 0, false, 0};
+}
 
 void require_settleable(bool open) {
     if (!open)
@@ -81,7 +94,7 @@ Decision Reservation::settle(double actual) {
     if (in_transaction_)
         throw std::logic_error(
             "pg_ratelimit: a reservation made inside a transaction must be settled inside one: use settle(tx, actual)");
-    const detail::CallArgs args{key_, decision_.limit, cost_, false, actual};
+    const detail::CallArgs args = settle_args(*this, key_, cost_, actual);
     try {
         Decision decision = core_->pooled(detail::Call::settle, args);
         settled_ = true;
@@ -94,8 +107,7 @@ Decision Reservation::settle(double actual) {
 
 Decision Reservation::settle(pqxx::transaction_base &tx, double actual) {
     require_settleable(core_ != nullptr && ok() && !cancelled_ && !settled_);
-    Decision decision =
-        core_->in_transaction(tx, detail::Call::settle, detail::CallArgs{key_, decision_.limit, cost_, false, actual});
+    Decision decision = core_->in_transaction(tx, detail::Call::settle, settle_args(*this, key_, cost_, actual));
     settled_ = true;
     return decision;
 }

@@ -61,3 +61,33 @@ TEST_F(ShadowTest, TurningShadowOffDeniesFromTheSameState) {
     EXPECT_GT(denied.retry_after, std::chrono::minutes{29});
     EXPECT_LE(denied.retry_after, std::chrono::minutes{30});
 }
+
+// A shadow-denied reservation took nothing: cancelling it must not give units back (that would mint
+// them), and settling it records nothing.
+TEST_F(ShadowTest, ShadowDeniedReservationsHoldNothing) {
+    test_support::exec("GRANT EXECUTE ON FUNCTION rate_limit_settle(text, text, float8, float8) TO CURRENT_USER");
+    pr::Reservation taken = limiter->reserve(key, limit, 2);
+    ASSERT_TRUE(taken.ok());
+    ASSERT_FALSE(taken.holds_nothing());
+    pr::Reservation shadowed = limiter->reserve(key, limit, 2);
+    ASSERT_TRUE(shadowed.ok());
+    ASSERT_TRUE(shadowed.holds_nothing());
+    EXPECT_FALSE(shadowed.cancel());
+    const pr::Decision empty = limiter->check(key, limit);  // nothing came back
+    EXPECT_EQ(empty.remaining, 0);
+    EXPECT_TRUE(empty.shadow_denied);
+
+    pr::Reservation again = limiter->reserve(key, limit, 1);
+    ASSERT_TRUE(again.holds_nothing());
+    EXPECT_THROW((void)again.settle(-1), pr::InvalidArgument);
+    const pr::Decision settled = again.settle(5);
+    EXPECT_TRUE(settled.allowed);
+    EXPECT_TRUE(again.settled());
+    // The work's 5 units were not recorded: the key is just empty, one unit back in 30 minutes.
+    const pr::Decision after = limiter->check(key, limit);
+    EXPECT_TRUE(after.shadow_denied);
+    test_support::exec("SELECT rate_limit_define('" + limit + "', 2, '1 hour')");
+    const pr::Decision real = limiter->request(key, limit);
+    EXPECT_FALSE(real.allowed);
+    EXPECT_LE(real.retry_after, std::chrono::minutes{30});
+}

@@ -85,6 +85,11 @@ class [[nodiscard]] Reservation {
     Decision settle(pqxx::transaction_base &tx, double actual);
     [[nodiscard]] bool settled() const noexcept { return settled_; }
 
+    // A shadow limit would have denied it (decision().shadow_denied): ok(), but no unit was taken, so
+    // cancel() gives nothing back (returns false) and settle() records nothing, neither the estimate nor
+    // the actual cost: a real limit would have turned the work away.
+    [[nodiscard]] bool holds_nothing() const noexcept { return decision_.shadow_denied; }
+
   private:
     friend class Limiter;
     Reservation(std::shared_ptr<detail::LimiterCore> core, std::string key, double cost, Decision decision,
