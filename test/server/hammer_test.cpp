@@ -45,12 +45,14 @@ struct Scenario {
     int shards = 1;                   // hot-key shards (core/shards.hpp): the allowance split over that many rows
     std::string storage = "durable";  // durable, unlogged or memory (extension/memory_state.hpp)
     bool calendar = false;            // fixed windows: a calendar window of 100 years in Europe/Paris
+    bool shadow = false;  // shadow mode: every call allowed; those not flagged shadow_denied are the admitted
 };
 
 std::string describe(const Scenario &s) {
     return level_name(s.level) + "_" + s.algorithm + (s.cost == 1 ? "" : "_fractional") +
            (s.warm_key ? "_warm" : "_new_key") + (s.shards == 1 ? "" : "_" + std::to_string(s.shards) + "_shards") +
-           (s.storage == "durable" ? "" : "_" + s.storage) + (s.calendar ? "_calendar" : "");
+           (s.storage == "durable" ? "" : "_" + s.storage) + (s.calendar ? "_calendar" : "") +
+           (s.shadow ? "_shadow" : "");
 }
 
 std::string scenario_name(const testing::TestParamInfo<Scenario> &info) { return describe(info.param); }
@@ -92,13 +94,18 @@ pg_ratelimit::RetryPolicy patient_policy(Tally &tally) {
 }
 
 // One request in its own transaction at the scenario's level; returns whether it was admitted.
+// Whether the call was admitted: allowed, and (shadow mode) not merely let through. A shadow limit must
+// never answer allowed = false: that is a failure of its own.
 bool request_once(pqxx::connection &conn, const Scenario &s, const std::string &limit,
                   const pg_ratelimit::RetryPolicy &policy) {
     return pg_ratelimit::run_transaction(
         conn, s.level,
         [&](pqxx::work &tx) {
-            return tx.exec_params1("SELECT allowed FROM rate_limit_request('hot', $1, $2)", limit, s.cost)[0]
-                .as<bool>();
+            const pqxx::row row =
+                tx.exec_params1("SELECT allowed, shadow_denied FROM rate_limit_request('hot', $1, $2)", limit, s.cost);
+            const bool allowed = row[0].as<bool>();
+            if (s.shadow && !allowed) throw std::runtime_error("a shadow limit denied a call");
+            return allowed && !row[1].as<bool>();
         },
         policy);
 }
@@ -115,9 +122,9 @@ TEST_P(Hammer, AdmitsExactlyTheAllowance) {
         // No window opens during the test: 1,000 days, or the calendar window of 2000-2099.
         tx.exec_params(
             "SELECT rate_limit_define($1, rate => $2, period => $3::interval, algorithm => $4, shards => $5, "
-            "storage => $6, time_zone => $7)",
+            "storage => $6, time_zone => $7, shadow => $8)",
             limit, s.allowance, s.calendar ? "100 years" : "1000 days", s.algorithm, s.shards, s.storage,
-            s.calendar ? "Europe/Paris" : nullptr);
+            s.calendar ? "Europe/Paris" : nullptr, s.shadow);
         tx.exec_params("SELECT rate_limit_reset('hot', $1)", limit);
         if (s.warm_key) {
             // A request and its refund leave the key full, with its row in place.
@@ -196,6 +203,10 @@ std::vector<Scenario> scenarios() {
         all.push_back({level, "fixed_window", 400, 1, false, 1, "durable", true});
         all.push_back({level, "fixed_window", 400, 1, true, 4, "unlogged", true});
         all.push_back({level, "fixed_window", 300, 1, true, 1, "memory", true});
+        // Shadow mode: exactly the allowance goes through unflagged, every other call is let through
+        // flagged, and nothing beyond the allowance is consumed (the key ends exhausted, not in debt).
+        all.push_back({level, "token_bucket", 400, 1, false, 1, "durable", false, true});
+        all.push_back({level, "gcra", 300, 1, true, 4, "memory", false, true});
     }
     return all;
 }
