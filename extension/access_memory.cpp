@@ -119,6 +119,8 @@ void store(StateHandle *handle, int16 shard, const core::State &next) {
         memory_note_evictions(inserted.evicted);
         if (inserted.slot < 0) {
             release(handle);
+            // A limit in shadow mode must never fail the call it only watches: the key goes unrecorded.
+            if (handle->target.limit.shadow) return;
             ereport(ERROR,
                     (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED), errmsg("the memory state table is full"),
                      errdetail("Every entry of the key's partition holds a key that is not back at full capacity, and "

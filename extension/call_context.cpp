@@ -58,7 +58,8 @@ CallContext call_context(FunctionCallInfo fcinfo, bool returns_decision) {
 void decision_values(const core::Limit &limit, const core::Outcome &outcome, Datum *values) {
     values[0] = BoolGetDatum(outcome.allowed);
     values[1] = Int64GetDatum(core::whole_units(limit, outcome.balance));
-    values[2] = IntervalPGetDatum(interval_from_micros(outcome.retry_after));
+    // A shadow limit's denial lets the caller through now (settle.cpp).
+    values[2] = IntervalPGetDatum(interval_from_micros(outcome.shadow_denied ? 0 : outcome.retry_after));
     values[3] = IntervalPGetDatum(interval_from_micros(outcome.reset_after));
     values[4] = BoolGetDatum(outcome.shadow_denied);
 }

@@ -20,4 +20,8 @@ inline constexpr int ERRCODE_RATE_LIMIT_EXCEEDED = MAKE_SQLSTATE('R', 'L', '0', 
 // Raises the error for a denied request of `key` under `limit_name`, to be retried after retry_after.
 [[noreturn]] void raise_rate_limit_exceeded(const text *limit_name, const text *key, core::Micros retry_after);
 
+// The same report as a NOTICE, for a limit in shadow mode that would have denied the request (the call
+// goes on: this is what the limit would have raised, for whoever watches the rollout).
+void notice_shadow_denial(const text *limit_name, const text *key, core::Micros retry_after);
+
 }  // namespace pg_ratelimit

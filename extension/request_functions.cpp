@@ -200,6 +200,7 @@ Datum enforce_body(FunctionCallInfo fcinfo) {
     require_cost_fits(limit, cost, limit_name);
     const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
     if (!outcome.allowed) raise_rate_limit_exceeded(limit_name, key, outcome.retry_after);
+    if (outcome.shadow_denied) notice_shadow_denial(limit_name, key, outcome.retry_after);
     PG_RETURN_VOID();
 }
 

@@ -115,10 +115,13 @@ core::Outcome settle(const StateTarget &target, const core::Limit &limit, Settle
                                 ? settle_sharded(access, &handle, limit, mode, cost, reserve, origin)
                                 : settle_row(access, &handle, 0, limit, mode, cost, reserve, origin, &stored, &found);
     access.close(&handle);
-    // Shadow mode: the denial was decided (and wrote nothing); the caller is let through, told so.
+    // Shadow mode: the denial was decided (and wrote nothing); the caller is let through, told so. Its
+    // retry_after stays for rate_limit_enforce's notice; the decision shows 0 (decision_values). A
+    // reservation taken into debt is recorded as usual but never makes the caller wait.
     if (limit.shadow && !outcome.allowed) {
         outcome.allowed = true;
         outcome.shadow_denied = true;
+    } else if (limit.shadow && reserve) {
         outcome.retry_after = 0;
     }
     return outcome;

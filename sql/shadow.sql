@@ -26,6 +26,11 @@ SELECT rate_limit_define('watch_reserve', 2, '1 hour', max_reserved => 1, shadow
 SELECT * FROM rate_limit_request('u', 'watch_reserve', 2);
 SELECT * FROM rate_limit_request('u', 'watch_reserve', 1, reserve => true);
 SELECT * FROM rate_limit_request('u', 'watch_reserve', 1, reserve => true);
+-- A reservation into debt is recorded as usual, but never makes the caller wait on a shadow limit.
+SELECT rate_limit_define('watch_debt', 1, '1 second', capacity => 10, shadow => true);
+SELECT allowed, remaining FROM rate_limit_request('app', 'watch_debt', 7);
+SELECT * FROM rate_limit_request('app', 'watch_debt', 5, reserve => true);
+SELECT allowed, shadow_denied FROM rate_limit_request('app', 'watch_debt', 1);
 -- Refunds and settles are always allowed: never flagged.
 SELECT * FROM rate_limit_refund('u', 'watch_reserve', 1);
 SELECT * FROM rate_limit_settle('u', 'watch_reserve', 1, 3);

@@ -33,7 +33,9 @@ struct HttpField {
 
 // The server's rate_limit_decision for one call. A plain value: copy it, keep it, share it.
 struct Decision {
-    bool allowed = false;        // the units were granted (request/reserve), or would be (check)
+    // The units were granted (request/reserve), or would be (check); for a limit in shadow mode, the call
+    // may go ahead (shadow_denied: a real limit would have refused it, and nothing was taken).
+    bool allowed = false;
     std::int64_t remaining = 0;  // whole units left after the call; 0 while the key is in debt
     // Denied: how long until the same call can succeed. Allowed: 0, except for a scheduled reservation,
     // where it is how long until the reserved work may run.

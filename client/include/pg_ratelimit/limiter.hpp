@@ -102,7 +102,9 @@ class Limiter {
     // request() that throws instead of returning a denial (rate_limit_enforce): returns once the units are
     // consumed; throws RateLimitExceeded (SQLSTATE RL001, carrying retry_after, limit and key) when denied.
     // Pooled: one transaction, retried on 40001/40P01 like request() (a denial is not retried). In
-    // a transaction: the denial aborts tx, so everything it consumed before rolls back with it.
+    // a transaction: the denial aborts tx, so everything it consumed before rolls back with it. A limit
+    // in shadow mode never throws: the server sends a NOTICE (SQLSTATE RL001) for each call it would have
+    // refused, and counts it in rate_limit_stats.
     void enforce(const std::string &key, const std::string &limit = "default", double cost = 1);
     void enforce(pqxx::transaction_base &tx, const std::string &key, const std::string &limit = "default",
                  double cost = 1);
