@@ -42,6 +42,7 @@ OBJS = \
 	extension/settle.o \
 	extension/state_access.o \
 	extension/state_relations.o \
+	extension/stats.o \
 	extension/table_checks.o \
 	extension/time_zones.o
 DATA = extension/$(EXTENSION)--$(EXTVERSION).sql

@@ -9,6 +9,7 @@
 #include "postgres_headers.hpp"
 #include "state_access.hpp"
 #include "state_relations.hpp"
+#include "stats.hpp"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -24,6 +25,7 @@ void _PG_init(void) {  // NOLINT(bugprone-reserved-identifier): the name Postgre
     pg_ratelimit::memory_state_init();
     pg_ratelimit::override_cache_init();
     pg_ratelimit::override_relation_init();
+    pg_ratelimit::stats_init();
     // Last, once every setting is defined: a pg_ratelimit.* placeholder set before the library was loaded
     // (in postgresql.conf, PGOPTIONS, SET) is then either taken by its setting or removed with a warning.
     MarkGUCPrefixReserved("pg_ratelimit");

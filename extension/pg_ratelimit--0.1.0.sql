@@ -371,3 +371,60 @@ $$;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_override, @extschema@.rate_limit_override_drop,
                        @extschema@.rate_limit_override_changed FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_policy TO PUBLIC;
+
+-- ---------------------------------------------------------------------------------------------------------
+-- Statistics (extension/stats.hpp): per-limit counters since the last reset, kept in shared memory, so
+-- they need shared_preload_libraries = 'pg_ratelimit' (without it, reading them or resetting raises 55000;
+-- every other function works and nothing is counted). Not transactional, like pg_stat_*: a decision counts
+-- when it is made, even if its transaction rolls back. requests = allowed + denied (one per key decided by
+-- rate_limit_request, _request_many, _throttle, _enforce); shadow_denied: requests a shadow limit admitted
+-- but would have denied (counted in allowed too); checks: rate_limit_check calls (not requests); units:
+-- admitted without reserve (and rate_limit_settle's extra), admitted as reservations, asked back;
+-- retries: lost races retried under READ COMMITTED. The row with a NULL limit_name counts the limits that
+-- found no room (pg_ratelimit.stats_limits), in every database.
+-- Readable by everyone, like rate_limit_config: totals per limit name, no key, no customer, nothing
+-- rate_limit_check could not approach; REVOKE SELECT on the view and EXECUTE on rate_limit_stats_rows to
+-- hide it. Resetting is the owner's (GRANT EXECUTE to delegate): it erases what monitoring relies on.
+CREATE FUNCTION @extschema@.rate_limit_stats_rows(
+    OUT limit_name text, OUT requests bigint, OUT allowed bigint, OUT denied bigint, OUT shadow_denied bigint,
+    OUT checks bigint, OUT units_consumed float8, OUT units_reserved float8, OUT units_refunded float8,
+    OUT retries bigint, OUT stats_reset timestamptz)
+RETURNS SETOF record AS 'MODULE_PATHNAME', 'rate_limit_stats_rows' LANGUAGE C VOLATILE ROWS 100;
+COMMENT ON FUNCTION @extschema@.rate_limit_stats_rows() IS
+    'the rows of rate_limit_stats: this database''s limits, then the overflow row (limit_name NULL) if it counted anything';
+CREATE VIEW @extschema@.rate_limit_stats AS SELECT * FROM @extschema@.rate_limit_stats_rows();
+COMMENT ON VIEW @extschema@.rate_limit_stats IS
+    'pg_ratelimit: per-limit counters since stats_reset (needs shared_preload_libraries; not transactional)';
+
+CREATE FUNCTION @extschema@.rate_limit_stats_reset(limit_name text DEFAULT NULL)
+RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_stats_reset' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_stats_reset(text) IS
+    'zeroes the statistics of one limit; without a name, removes every limit''s row of this database and zeroes the overflow row';
+
+-- Least privilege, as above for the rest (this block's objects were created after those ran).
+DO $$
+DECLARE
+    member record;
+BEGIN
+    FOR member IN
+        SELECT DISTINCT CASE WHEN p.oid IS NOT NULL THEN 'FUNCTION ' || p.oid::regprocedure::text
+                             ELSE 'TABLE ' || c.oid::regclass::text END AS object,
+               CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(a.grantee::regrole::text) END AS grantee
+          FROM pg_catalog.pg_depend d
+          JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_ratelimit'
+          LEFT JOIN pg_catalog.pg_proc p ON d.classid = 'pg_catalog.pg_proc'::regclass AND p.oid = d.objid
+                    AND p.proname IN ('rate_limit_stats_rows', 'rate_limit_stats_reset')
+          LEFT JOIN pg_catalog.pg_class c ON d.classid = 'pg_catalog.pg_class'::regclass AND c.oid = d.objid
+                    AND c.relname = 'rate_limit_stats'
+          CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(p.proacl, c.relacl)) AS a
+         WHERE d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e'
+           AND (p.oid IS NOT NULL OR c.oid IS NOT NULL)
+           AND a.grantee <> coalesce(p.proowner, c.relowner)
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', member.object, member.grantee);
+    END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_stats_reset FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_stats_rows TO PUBLIC;
+GRANT SELECT ON @extschema@.rate_limit_stats TO PUBLIC;

@@ -4,6 +4,7 @@
 #include "core/algorithms.hpp"
 #include "core/shards.hpp"
 #include "held_shards.hpp"
+#include "stats.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -11,6 +12,9 @@ namespace {
 // From the second attempt on the row is locked, so a second attempt settles unless the row keeps being
 // deleted and re-inserted under us; the bound only guards against a livelock.
 constexpr int MAX_ATTEMPTS = 8;
+
+// Lost races retried by the current settle() call, for its statistics (stats.hpp).
+int lost_races = 0;
 
 [[noreturn]] void unsettled() {
     ereport(ERROR,
@@ -54,8 +58,10 @@ core::Outcome settle_row(const StateAccess &access, StateHandle *handle, int16 s
                          bool *found) {
     for (int number = 0; number < MAX_ATTEMPTS; ++number) {
         core::Outcome decided;
-        if (attempt(access, handle, shard, number, limit, mode, cost, reserve, origin, &decided, stored, found))
+        if (attempt(access, handle, shard, number, limit, mode, cost, reserve, origin, &decided, stored, found)) {
+            lost_races += number;
             return decided;
+        }
     }
     unsettled();
 }
@@ -111,6 +117,7 @@ core::Outcome settle(const StateTarget &target, const core::Limit &limit, Settle
     const StateAccess &access = *handle.access;
     core::State stored;
     bool found = false;
+    lost_races = 0;
     core::Outcome outcome = limit.shards > 1
                                 ? settle_sharded(access, &handle, limit, mode, cost, reserve, origin)
                                 : settle_row(access, &handle, 0, limit, mode, cost, reserve, origin, &stored, &found);
@@ -124,6 +131,7 @@ core::Outcome settle(const StateTarget &target, const core::Limit &limit, Settle
     } else if (limit.shadow && reserve) {
         outcome.retry_after = 0;
     }
+    stats_count(DatumGetTextPP(target.limit_name), mode, reserve, cost, outcome, lost_races);
     return outcome;
 }
 
