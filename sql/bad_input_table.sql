@@ -214,7 +214,8 @@ INSERT INTO arguments VALUES
     ('rate_limit_override_drop', 1, 'key', 'key', $$'vip'$$),
     ('rate_limit_override_drop', 2, 'limit_name', 'name', $$'tb'$$),
     ('rate_limit_policy', 1, 'key', 'key', $$'vip'$$),
-    ('rate_limit_policy', 2, 'limit_name', 'name', $$'tb'$$);
+    ('rate_limit_policy', 2, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_stats_reset', 1, 'limit_name', 'name', $$'tb'$$);
 
 -- The values of each kind: a label, the SQL expression, and a FROM clause for values read from a table.
 CREATE TEMP TABLE argument_values (kind text, n int, label text, expr text, from_clause text DEFAULT '');
@@ -370,7 +371,8 @@ SELECT a.fn, a.arg, v.label,
  ORDER BY array_position(ARRAY['rate_limit_request', 'rate_limit_check', 'rate_limit_throttle', 'rate_limit_refund',
                                'rate_limit_reset',
                                'rate_limit_define', 'rate_limit_drop', 'rate_limit_cleanup',
-                               'rate_limit_override', 'rate_limit_override_drop', 'rate_limit_policy'], a.fn),
+                               'rate_limit_override', 'rate_limit_override_drop', 'rate_limit_policy',
+                               'rate_limit_stats_reset'], a.fn),
           a.pos, v.n;
 
 -- Extra cases: every argument NULL, and calls whose meaning depends on two arguments together.
@@ -389,6 +391,7 @@ INSERT INTO cases (fn, arg, label, statement) VALUES
      'SELECT rate_limit_override(NULL, NULL, NULL, NULL, NULL, NULL)::text'),
     ('rate_limit_override_drop', '(all)', 'all NULL', 'SELECT rate_limit_override_drop(NULL, NULL)::text'),
     ('rate_limit_policy', '(all)', 'all NULL', 'SELECT rate_limit_policy(NULL, NULL)::text'),
+    ('rate_limit_stats_reset', '(all)', 'all NULL (every limit)', 'SELECT rate_limit_stats_reset(NULL)::text'),
     ('rate_limit_override', 'rate', '1e12 (capacity scaled alike)', $$SELECT rate_limit_override('half', 'tb', 1e12)::text$$),
     ('rate_limit_override', 'capacity', '30 on a sliding window', $$SELECT rate_limit_override('k', 'sw', 20, 30)::text$$),
     ('rate_limit_override', 'max_reserved', '1 on a sliding window', $$SELECT rate_limit_override('k', 'sw', 20, NULL, 1)::text$$),
@@ -578,7 +581,9 @@ INSERT INTO null_pairs VALUES
      $$SELECT rate_limit_define('fw', 5, '1 hour', 'fixed_window', NULL, NULL, NULL)::text$$,
      $$SELECT rate_limit_define('fw', 5, '1 hour', 'fixed_window')::text$$),
     ('rate_limit_cleanup', 'limit_name', $$SELECT rate_limit_cleanup(NULL)::text$$,
-     $$SELECT rate_limit_cleanup()::text$$);
+     $$SELECT rate_limit_cleanup()::text$$),
+    ('rate_limit_stats_reset', 'limit_name', $$SELECT rate_limit_stats_reset(NULL)::text$$,
+     $$SELECT rate_limit_stats_reset()::text$$);
 SELECT p.fn, p.arg, n.outcome AS with_null, n.effect AS effect_with_null,
        (n.outcome, n.effect, n.writes) IS NOT DISTINCT FROM (o.outcome, o.effect, o.writes) AS same_as_omitted
   FROM null_pairs p, pg_temp.run_case(p.with_null) AS n, pg_temp.run_case(p.omitted) AS o
@@ -592,7 +597,8 @@ SELECT fn, count(*) AS cases, count(*) FILTER (WHERE outcome NOT LIKE 'ok%') AS 
                                            'rate_limit_reset', 'rate_limit_define', 'rate_limit_drop',
                                            'rate_limit_cleanup', 'rate_limit_override',
                                            'rate_limit_override_drop', 'rate_limit_policy',
-                                           'rate_limit_config_changed', 'rate_limit_config_row'], fn), fn;
+                                           'rate_limit_stats_reset', 'rate_limit_config_changed',
+                                           'rate_limit_config_row'], fn), fn;
 SELECT count(*) AS extreme_cases, count(*) FILTER (WHERE outcome LIKE 'ok%') AS ok FROM extreme_results;
 -- Errors by SQLSTATE (22021, 22007, 54000 and 0A000 are PostgreSQL's own, raised before the function runs).
 SELECT left(outcome, 5) AS sqlstate, count(*) FROM results WHERE outcome NOT LIKE 'ok%'

@@ -82,6 +82,29 @@ RESET ROLE;
 REVOKE EXECUTE ON FUNCTION rate_limit_settle(text, text, float8, float8) FROM regress_rl_app;
 SELECT rate_limit_reset('e', 'priv');
 
+-- Statistics: everyone may read rate_limit_stats (totals per limit name, no key); resetting them is the
+-- owner's unless granted (42501). The lockdown hides them: REVOKE SELECT on the view and EXECUTE on the
+-- function behind it.
+SET ROLE regress_rl_app;
+SELECT limit_name, requests > 0 AS counted FROM rate_limit_stats WHERE limit_name = 'priv';
+SELECT rate_limit_stats_reset('priv');
+SELECT rate_limit_stats_reset();
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION rate_limit_stats_reset(text) TO regress_rl_app;
+SET ROLE regress_rl_app;
+SELECT rate_limit_stats_reset('priv');
+SELECT limit_name, requests FROM rate_limit_stats WHERE limit_name = 'priv';
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION rate_limit_stats_reset(text) FROM regress_rl_app;
+REVOKE SELECT ON rate_limit_stats FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION rate_limit_stats_rows() FROM PUBLIC;
+SET ROLE regress_rl_app;
+SELECT count(*) FROM rate_limit_stats;
+SELECT count(*) FROM rate_limit_stats_rows();
+RESET ROLE;
+GRANT SELECT ON rate_limit_stats TO PUBLIC;
+GRANT EXECUTE ON FUNCTION rate_limit_stats_rows() TO PUBLIC;
+
 -- Administrators can delegate defining limits.
 GRANT EXECUTE ON FUNCTION rate_limit_define TO regress_rl_app;
 SET ROLE regress_rl_app;
