@@ -3,7 +3,6 @@
 #include "stats.hpp"
 
 #include <cstring>
-#include <type_traits>
 
 #include "call_context.hpp"
 #include "cpp_boundary.hpp"
@@ -226,16 +225,6 @@ double units_of(pg_atomic_uint64 *bits) {
     return value;
 }
 
-// core::Outcome::shadow_denied where the outcome has it (shadow mode), false otherwise.
-template <typename Outcome>
-auto shadow_denied_of(const Outcome &outcome, int) -> decltype(static_cast<bool>(outcome.shadow_denied)) {
-    return outcome.shadow_denied;
-}
-template <typename Outcome>
-bool shadow_denied_of(const Outcome &, long) {
-    return false;
-}
-
 // The columns of rate_limit_stats_rows(), in order.
 constexpr int STATS_COLUMNS = 11;
 
@@ -360,7 +349,7 @@ void stats_count(const text *limit_name, SettleMode mode, bool reserve, double c
                 pg_atomic_fetch_add_u64(&v[denied], 1);
             } else {
                 pg_atomic_fetch_add_u64(&v[allowed], 1);
-                if (shadow_denied_of(outcome, 0))
+                if (outcome.shadow_denied)
                     pg_atomic_fetch_add_u64(&v[shadow_denied], 1);
                 else
                     add_units(&v[reserve ? units_reserved : units_consumed], cost);

@@ -55,6 +55,16 @@ SELECT allowed FROM rate_limit_settle('s', 'st_tb', 2, 0.75);  -- gives 1.25 bac
 SELECT allowed FROM rate_limit_settle('s', 'st_tb', 1, 1);     -- nothing to do: takes 0
 SELECT * FROM pg_temp.stats(ARRAY['st_tb']);
 
+-- A shadow limit admits every request; those it would have denied count in allowed and in shadow_denied,
+-- and consume nothing. A check (flagged shadow_denied too) counts in checks only.
+SELECT rate_limit_define('st_shadow', 2, '1 hour', shadow => true);
+SELECT rate_limit_stats_reset('st_shadow');
+SELECT string_agg(format('%s/%s', (d).allowed, (d).shadow_denied), ' ' ORDER BY i) AS decisions
+  FROM (SELECT i, rate_limit_request('k', 'st_shadow') AS d FROM generate_series(1, 4) AS i) AS calls;
+SELECT allowed, shadow_denied FROM rate_limit_check('k', 'st_shadow');
+SELECT * FROM pg_temp.stats(ARRAY['st_shadow']);
+SELECT rate_limit_drop('st_shadow');
+
 -- A sharded limit counts the call once, whichever shard decided.
 SELECT count(*) FILTER (WHERE (rate_limit_request('k', 'st_sh')).allowed) AS admitted FROM generate_series(1, 10);
 SELECT * FROM pg_temp.stats(ARRAY['st_sh']);
