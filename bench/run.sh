@@ -15,6 +15,10 @@
 #                               cell (1 client): rate_limit_request_many of 1,000 keys per call in each mode
 #                               beside the single calls. Checks that fsync is on and records pg_test_fsync's
 #                               figures for the data directory (fsync.txt). Full protocol.
+#   bench/run.sh --stats        what statistics cost (about 2 minutes): the default cell (sync off, 2 clients,
+#                               uniform keys) with SELECT 1 and rate_limit_request on a durable and a memory
+#                               limit, each with pg_ratelimit.stats on and off (ext_nostats,
+#                               ext_memory_nostats). Full protocol; no Redis.
 #   bench/run.sh --algorithms   the algorithms' cost per call (about 2 minutes): the default cell (sync off,
 #                               2 clients, uniform keys) with SELECT 1 and rate_limit_request on the token
 #                               bucket ('bench') and on limits of the same generosity with algorithm => 'gcra',
@@ -31,8 +35,8 @@
 # Options of this script (everything else goes to the harness: see `build-bench/bench/pg_ratelimit_bench --help`):
 #   --no-install    benchmark the pg_ratelimit installed in the system's PostgreSQL 15 (no build)
 #   --no-redis      do not start Redis (the GCRA reference is then missing from the report)
-#   --out DIR       results directory (default bench/results/MODE: quick, full, shards-and-paths, storage-modes
-#                   or algorithms)
+#   --out DIR       results directory (default bench/results/MODE: quick, full, shards-and-paths, storage-modes,
+#                   stats or algorithms)
 #   --keys N        key space (also sizes pg_ratelimit.memory_keys; goes to the harness too)
 # Environment: PGBENCH_SHARDS_ROUNDS (5) and PGBENCH_SHARDS_SECONDS (4) for bench/pgbench_shards.sh.
 # Works as root (the server then runs as the postgres user) and as a normal user (sudo for apt).
@@ -55,6 +59,12 @@ while [ $# -gt 0 ]; do
             # shellcheck disable=SC2054  # the commas are the harness's list syntax
             harness_args+=(--sync off,on --clients 2 --keys-dist uniform --batch-clients 1
                            --systems 'select1,ext,ext_unlogged,ext_memory,redis,many_durable,many_unlogged,many_memory'
+                           --no-extra-cell --serializable-clients 0) ;;
+        --stats)
+            mode=stats redis=0
+            # shellcheck disable=SC2054  # the commas are the harness's list syntax
+            harness_args+=(--sync off --clients 2 --keys-dist uniform
+                           --systems 'select1,ext,ext_nostats,ext_memory,ext_memory_nostats'
                            --no-extra-cell --serializable-clients 0) ;;
         --algorithms)
             mode=algorithms redis=0

@@ -89,6 +89,8 @@ struct Options {
                           and ext_gcra, ext_fixed_window, ext_sliding_window (ext is the token bucket: the
                           same statement on limits with algorithm => 'gcra', 'fixed_window', 'sliding_window')
                           and ext_calendar_month (a fixed window of calendar months in Europe/Paris)
+                          and ext_nostats, ext_memory_nostats (ext and ext_memory on connections with
+                          pg_ratelimit.stats = off: what counting rate_limit_stats costs)
                           and many_durable, many_unlogged, many_memory (rate_limit_request_many, --batch
                           keys per call, in a cell of their own per synchronous_commit setting: uniform
                           keys, --batch-clients clients, with the run's single-call systems beside them)
@@ -236,7 +238,8 @@ Options parse(int argc, char **argv) {
     for (const auto &s : o.systems)
         if (s != "select1" && s != "update" && s != "upsert" && s != "seed" && s != "ext" && s != "ext_sql" &&
             s != "ext_denied" && s != "ext_record" && s != "redis" && s != "ext_unlogged" && s != "ext_memory" &&
-            s != "many_durable" && s != "many_unlogged" && s != "many_memory" && !is_algorithm_system(s))
+            s != "many_durable" && s != "many_unlogged" && s != "many_memory" && s != "ext_nostats" &&
+            s != "ext_memory_nostats" && !is_algorithm_system(s))
             usage("unknown system " + s);
     if (o.redis.empty()) o.systems.erase(std::remove(o.systems.begin(), o.systems.end(), "redis"), o.systems.end());
     if (o.serializable_only && (o.serializable_clients == 0 || o.serializable_dists.empty()))
@@ -604,6 +607,8 @@ int run(int argc, char **argv) {
         if (id == "ext_unlogged" || id == "ext_memory") owned.push_back(make_ext_storage(o.params, id.substr(4)));
         if (is_algorithm_system(id)) owned.push_back(make_ext_algorithm(o.params, id.substr(4)));
         if (id == "ext_record") owned.push_back(make_ext_record(o.params));
+        if (id == "ext_nostats") owned.push_back(make_ext_nostats(o.params, "durable"));
+        if (id == "ext_memory_nostats") owned.push_back(make_ext_nostats(o.params, "memory"));
         if (id == "redis") owned.push_back(make_redis_gcra(o.redis, redis_sha, EMISSION_US, BURST));
         plain.push_back(owned.back().get());
     }

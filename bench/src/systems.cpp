@@ -445,6 +445,15 @@ std::unique_ptr<System> make_ext_storage(const Params &p, const std::string &sto
     return make_ext_variant(p, storage, storage_limit(p, storage));
 }
 
+std::unique_ptr<System> make_ext_nostats(const Params &p, const std::string &storage) {
+    const std::string &limit = storage_limit(p, storage);
+    return std::make_unique<PgSystem>(
+        storage == "durable" ? "ext_nostats" : "ext_" + storage + "_nostats",
+        "rate_limit_request (" + storage + "), statistics off", p.conninfo, EXT_SQL,
+        [limit](pqxx::transaction_base &tx, const std::string &key) { return tx.exec_prepared("q", key, limit); },
+        first_is_true, STATS_OFF_SETTING);
+}
+
 const std::string &algorithm_limit(const Params &p, const std::string &algorithm) {
     if (algorithm == "gcra") return p.gcra_limit;
     if (algorithm == "fixed_window") return p.fixed_window_limit;
@@ -523,6 +532,8 @@ std::string statement_sql(const std::string &id) {
         if (id == std::string("ext_") + algorithm) return EXT_SQL;
     if (id.rfind("many_", 0) == 0) return MANY_SQL;
     if (id == "ext_sql") return std::string(EXT_SQL) + " (after " + SQL_PATH_SETTING + ")";
+    if (id == "ext_nostats" || id == "ext_memory_nostats")
+        return std::string(EXT_SQL) + " (after " + STATS_OFF_SETTING + ")";
     if (id == "ext_record") return EXT_RECORD_SQL;
     if (id == "ext_ser" || id == "ext_ser_patient" || id == "ext_ser_sql" || id.rfind("ext_ser_shards", 0) == 0)
         return std::string(have_client_library()

@@ -73,6 +73,11 @@ std::unique_ptr<System> make_ext_serializable_sql(const Params &p);
 // ("bench_shards<N>", bench/sql/setup.sql; 4 or 16), id "ext_ser_shards<N>"; ext_ser is the one-shard case.
 std::unique_ptr<System> make_ext_serializable_shards(const Params &p, int shards);
 
+// rate_limit_request on the limit of `storage` ("durable" or "memory") on connections with statistics off
+// (extension/stats.hpp): ids ext_nostats and ext_memory_nostats, for measuring what counting costs.
+constexpr const char *STATS_OFF_SETTING = "SET pg_ratelimit.stats = off";
+std::unique_ptr<System> make_ext_nostats(const Params &p, const std::string &storage);
+
 // The session setting the SQL path's systems send on each connection, and the index scans that tell which
 // path a request took: throws std::runtime_error unless a request with the setting reads the primary key
 // and not the lookup index, and one without it the other way round (an extension that does not know the
