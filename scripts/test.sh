@@ -77,6 +77,8 @@ for path in direct sql; do
         env ACCESS_PATH=$path "$ROOT/test/hostile/run.sh"
     run_suite "storage modes: standby, restart, crash, eviction, pgbench ($path path)" count_cases \
         env ACCESS_PATH=$path "$ROOT/test/storage_modes.sh"
+    run_suite "statistics: pgbench exact counts, databases, overflow, kill -9, no preload ($path path)" count_cases \
+        env ACCESS_PATH=$path "$ROOT/test/stats.sh"
 done
 
 # The pg_regress and isolation suites again, with the extension built with ASan + UBSan and loaded in
