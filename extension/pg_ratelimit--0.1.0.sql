@@ -396,10 +396,17 @@ CREATE VIEW @extschema@.rate_limit_stats AS SELECT * FROM @extschema@.rate_limit
 COMMENT ON VIEW @extschema@.rate_limit_stats IS
     'pg_ratelimit: per-limit counters since stats_reset (needs shared_preload_libraries; not transactional)';
 
-CREATE FUNCTION @extschema@.rate_limit_stats_reset(limit_name text DEFAULT NULL)
+-- Two functions, not a NULL default: NULL must never mean "every limit" (the view's overflow row has a
+-- NULL name, and SELECT rate_limit_stats_reset(limit_name) FROM rate_limit_stats WHERE ... must not wipe
+-- the rows it did not select).
+CREATE FUNCTION @extschema@.rate_limit_stats_reset(limit_name text)
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_stats_reset' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_stats_reset(text) IS
-    'zeroes the statistics of one limit; without a name, removes every limit''s row of this database and zeroes the overflow row';
+    'zeroes the statistics of one limit (NULL is an error)';
+CREATE FUNCTION @extschema@.rate_limit_stats_reset()
+RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_stats_reset' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_stats_reset() IS
+    'removes every limit''s statistics row of this database and zeroes the overflow row (shared by every database)';
 
 -- Least privilege, as above for the rest (this block's objects were created after those ran).
 DO $$
@@ -425,6 +432,6 @@ BEGIN
     END LOOP;
 END
 $$;
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_stats_reset FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_stats_reset(text), @extschema@.rate_limit_stats_reset() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_stats_rows TO PUBLIC;
 GRANT SELECT ON @extschema@.rate_limit_stats TO PUBLIC;

@@ -123,11 +123,23 @@ Entry *find_entry(Oid database, uint32 hash, const char *name, int length) {
     return nullptr;
 }
 
+// Frees an entry (under the lock, exclusively): sessions that remember it look it up again. So do those
+// counting in the overflow row, since a row may now be free for their limit.
+void free_entry(Entry *entry, TimestampTz now) {
+    entry->database = InvalidOid;
+    entry->freed_at = now;
+    pg_atomic_fetch_add_u32(&entry->generation, 1);
+    pg_atomic_fetch_add_u32(&shared->overflow.generation, 1);
+}
+
 // The limit's entry in this database, taken if it has none; the overflow entry if the table is full.
-Entry *shared_entry(const char *name, int length) {
+// *generation gets the entry's generation, read under the lock: a reset right after cannot leave the
+// caller counting into a freed entry with a generation it takes for current.
+Entry *shared_entry(const char *name, int length, uint32 *generation) {
     const uint32 hash = name_hash(name, length);
     LWLockAcquire(shared->lock, LW_SHARED);
     Entry *entry = find_entry(MyDatabaseId, hash, name, length);
+    if (entry != nullptr) *generation = pg_atomic_read_u32(&entry->generation);
     LWLockRelease(shared->lock);
     if (entry != nullptr) return entry;
     LWLockAcquire(shared->lock, LW_EXCLUSIVE);
@@ -149,6 +161,7 @@ Entry *shared_entry(const char *name, int length) {
             entry->database = MyDatabaseId;
         }
     }
+    *generation = pg_atomic_read_u32(entry != nullptr ? &entry->generation : &shared->overflow.generation);
     LWLockRelease(shared->lock);
     if (entry != nullptr) return entry;
     static bool warned = false;  // once per backend: the overflow row keeps counting
@@ -167,6 +180,9 @@ struct Remembered {
     char name[MAX_LIMIT_NAME_BYTES + 1];  // hash key, NUL-terminated
     Entry *entry;
     uint32 generation;
+    // Counting in the overflow row: when to look for a row of its own again (a freed row is not reused
+    // for REUSE_GRACE, so a session that found none right after a reset must try again later).
+    TimestampTz recheck_at;
 };
 
 HTAB *remembered = nullptr;
@@ -199,9 +215,10 @@ Counters *counters_of(const text *limit_name) {
         known = remember(name, length);
         last = known;
     }
-    if (known->entry == nullptr || pg_atomic_read_u32(&known->entry->generation) != known->generation) {
-        known->entry = shared_entry(name, length);
-        known->generation = pg_atomic_read_u32(&known->entry->generation);
+    if (known->entry == nullptr || pg_atomic_read_u32(&known->entry->generation) != known->generation ||
+        (known->entry == &shared->overflow && GetCurrentTimestamp() >= known->recheck_at)) {
+        known->entry = shared_entry(name, length, &known->generation);
+        known->recheck_at = GetCurrentTimestamp() + REUSE_GRACE;
     }
     return &known->entry->counters;
 }
@@ -280,26 +297,25 @@ Datum stats_rows_body(FunctionCallInfo fcinfo) {
     return static_cast<Datum>(0);
 }
 
-// rate_limit_stats_reset(limit_name DEFAULT NULL): zeroes the limit's row (an unknown limit without a row is
-// 42704); NULL removes every row of this database and zeroes the overflow row.
+// rate_limit_stats_reset(limit_name): zeroes the limit's row (an unknown limit without a row is 42704; NULL
+// is 22004, never "all": the view's overflow row has a NULL name). rate_limit_stats_reset(), without an
+// argument, removes every row of this database and zeroes the overflow row (every database's).
 Datum stats_reset_body(FunctionCallInfo fcinfo) {
     const CallContext context = call_context(fcinfo, false);
     require_stats();
     const TimestampTz now = GetCurrentTimestamp();
-    if (PG_ARGISNULL(0)) {
+    if (PG_NARGS() == 0) {
         LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-        for (int i = 0; i < shared->capacity; ++i) {
-            Entry &entry = shared->entries[i];
-            if (entry.database != MyDatabaseId) continue;
-            entry.database = InvalidOid;
-            entry.freed_at = now;
-            pg_atomic_fetch_add_u32(&entry.generation, 1);
-        }
+        for (int i = 0; i < shared->capacity; ++i)
+            if (shared->entries[i].database == MyDatabaseId) free_entry(&shared->entries[i], now);
         zero_counters(&shared->overflow.counters);
         shared->overflow.counting_since = now;
         LWLockRelease(shared->lock);
         PG_RETURN_VOID();
     }
+    if (PG_ARGISNULL(0))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("limit_name must not be null"),
+                        errhint("rate_limit_stats_reset() without an argument resets every limit.")));
     const text *limit_name = PG_GETARG_TEXT_PP(0);
     require_limit_name_length(limit_name);
     const char *name = VARDATA_ANY(limit_name);
@@ -314,6 +330,22 @@ Datum stats_reset_body(FunctionCallInfo fcinfo) {
     // A limit without a row: an error unless it exists (a typo must not pass for a reset).
     if (entry == nullptr) (void)limit_lookup(context.extension, context.schema, limit_name);
     PG_RETURN_VOID();
+}
+
+object_access_hook_type previous_object_access_hook = nullptr;
+
+// DROP DATABASE frees the database's rows: nothing else would (its sessions are gone, and a reset runs in
+// a database), so they would fill the table for good, and a database created later with the same OID
+// would find and continue them. Runs in the dropping backend, before the drop commits; a drop that then
+// fails has only lost its counts.
+void on_object_access(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id, void *arg) {
+    if (previous_object_access_hook != nullptr) previous_object_access_hook(access, class_id, object_id, sub_id, arg);
+    if (access != OAT_DROP || class_id != DatabaseRelationId || shared == nullptr) return;
+    const TimestampTz now = GetCurrentTimestamp();
+    LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+    for (int i = 0; i < shared->capacity; ++i)
+        if (shared->entries[i].database == object_id) free_entry(&shared->entries[i], now);
+    LWLockRelease(shared->lock);
 }
 
 }  // namespace
@@ -335,6 +367,8 @@ void stats_init() {
     shmem_request_hook = shmem_request;
     previous_shmem_startup_hook = shmem_startup_hook;
     shmem_startup_hook = shmem_startup;
+    previous_object_access_hook = object_access_hook;
+    object_access_hook = on_object_access;
 }
 
 void stats_count(const text *limit_name, SettleMode mode, bool reserve, double cost, const core::Outcome &outcome,

@@ -391,7 +391,7 @@ INSERT INTO cases (fn, arg, label, statement) VALUES
      'SELECT rate_limit_override(NULL, NULL, NULL, NULL, NULL, NULL)::text'),
     ('rate_limit_override_drop', '(all)', 'all NULL', 'SELECT rate_limit_override_drop(NULL, NULL)::text'),
     ('rate_limit_policy', '(all)', 'all NULL', 'SELECT rate_limit_policy(NULL, NULL)::text'),
-    ('rate_limit_stats_reset', '(all)', 'all NULL (every limit)', 'SELECT rate_limit_stats_reset(NULL)::text'),
+    ('rate_limit_stats_reset', '(all)', 'all NULL (an error, never every limit)', 'SELECT rate_limit_stats_reset(NULL)::text'),
     ('rate_limit_override', 'rate', '1e12 (capacity scaled alike)', $$SELECT rate_limit_override('half', 'tb', 1e12)::text$$),
     ('rate_limit_override', 'capacity', '30 on a sliding window', $$SELECT rate_limit_override('k', 'sw', 20, 30)::text$$),
     ('rate_limit_override', 'max_reserved', '1 on a sliding window', $$SELECT rate_limit_override('k', 'sw', 20, NULL, 1)::text$$),

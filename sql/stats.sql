@@ -101,6 +101,11 @@ SELECT requests, checks, units_refunded, stats_reset > :'before_reset' AS reset_
 SELECT rate_limit_stats_reset('st_nope');
 SELECT rate_limit_stats_reset(repeat('n', 129));
 SELECT rate_limit_stats_reset('');
+-- NULL is an error, never "every limit": resetting the rows a query selects must not wipe the others
+-- (the overflow row's limit_name is NULL).
+SELECT rate_limit_stats_reset(NULL);
+SELECT rate_limit_stats_reset(limit_name) FROM rate_limit_stats WHERE limit_name IS NULL;
+SELECT count(*) > 0 AS rows_kept FROM rate_limit_stats;
 SELECT rate_limit_define('st_unused', 1, '1 hour');
 SELECT rate_limit_stats_reset('st_unused');
 SELECT count(*) AS rows_of_unused FROM rate_limit_stats WHERE limit_name = 'st_unused';
