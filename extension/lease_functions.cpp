@@ -40,6 +40,12 @@ Datum acquire_body(FunctionCallInfo fcinfo) {
         lease_acquire(identity_of(limit_name, key), static_cast<int>(limit.rate), limit.period, scope);
     if (!outcome.allowed && limit.jitter > 0)
         outcome.retry_after = core::jittered(limit, outcome.retry_after, pg_prng_uint64(&pg_global_prng_state));
+    // Shadow mode (settle.cpp): a free slot is still taken, so that the count is what it would be; when
+    // none is free the caller is let through without a lease, told so by shadow_denied.
+    if (limit.shadow && !outcome.allowed) {
+        outcome.allowed = true;
+        outcome.shadow_denied = true;
+    }
     return decision_datum(context, limit, outcome);
 }
 

@@ -148,6 +148,16 @@ SELECT bool_and(retry_after BETWEEN '1 minute' AND '1 minute 30 seconds') AS wit
   FROM generate_series(1, 20) AS g, LATERAL rate_limit_acquire('k' || left(g::text, 0), 'jittery');
 COMMIT;
 
+-- Shadow mode: a free slot is taken as usual; with none free, the caller is let through without a lease,
+-- flagged shadow_denied.
+SELECT rate_limit_define('watched', rate => 1, period => '8 hours', algorithm => 'concurrency', shadow => true);
+BEGIN;
+SELECT * FROM rate_limit_acquire('k', 'watched');
+SELECT * FROM rate_limit_acquire('k', 'watched');
+SELECT * FROM pg_temp.my_leases();
+COMMIT;
+SELECT rate_limit_drop('watched');
+
 -- The rate functions refuse a concurrency limit, and rate_limit_acquire every other limit: 42809.
 \set VERBOSITY sqlstate
 SELECT rate_limit_request('k', 'ab');
