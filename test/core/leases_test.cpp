@@ -16,6 +16,7 @@ namespace pg_ratelimit::core {
 namespace {
 
 constexpr Micros kHour = Micros{3600} * 1000000;
+constexpr Micros kHalfHour = kHour / 2;
 
 Limit Concurrency(double slots) {
     Limit limit;
@@ -116,18 +117,18 @@ TEST(LeaseOutcome, AllowedCountsFreeSlotsAfterTheCall) {
 }
 
 TEST(LeaseOutcome, DeniedHintsTheSoonestRelease) {
-    const LeaseBands bands = lease_bands(8 * kHour, 8 * kHour + 30 * 60 * Micros{1000000});  // band 8, half in
+    const LeaseBands bands = lease_bands(8 * kHour, 8 * kHour + kHalfHour);  // band 8, half in
     LeaseTally tally;
     tally_session_lease(&tally, bands, 0);  // the oldest live band: expires at 9 h, in 30 min
     tally_session_lease(&tally, bands, 8);  // the current band: expires at 17 h
     Outcome out = lease_outcome(tally, bands, false, false);
     EXPECT_FALSE(out.allowed);
     EXPECT_EQ(out.balance, 0);
-    EXPECT_EQ(out.retry_after, 30 * 60 * Micros{1000000});
-    EXPECT_EQ(out.reset_after, 8 * kHour + 30 * 60 * Micros{1000000});
+    EXPECT_EQ(out.retry_after, kHalfHour);
+    EXPECT_EQ(out.reset_after, 8 * kHour + kHalfHour);
     tally_transaction_lease(&tally, bands);  // a transaction lease: one band
     out = lease_outcome(tally, bands, false, false);
-    EXPECT_EQ(out.retry_after, 30 * 60 * Micros{1000000});
+    EXPECT_EQ(out.retry_after, kHalfHour);
     LeaseTally only_transactions;
     tally_transaction_lease(&only_transactions, bands);
     EXPECT_EQ(lease_outcome(only_transactions, bands, false, false).retry_after, kHour);
