@@ -132,9 +132,12 @@ DECLARE most int := 0; n int;
 BEGIN
     FOR i IN 1..samples LOOP
         -- Backends holding a lease, except the one searching (holding the key's mutex, objsubid 21070):
-        -- its probes take each free tag for a moment. Each client holds at most one lease at a time.
-        SELECT count(DISTINCT pid) INTO n FROM pg_locks l WHERE objsubid IN (21068, 21069) AND granted
-           AND NOT EXISTS (SELECT FROM pg_locks m WHERE m.pid = l.pid AND m.objsubid = 21070 AND m.granted);
+        -- its probes take each free tag for a moment. Each client holds at most one lease at a time. One
+        -- read of pg_locks (MATERIALIZED): a second read could miss the mutex of a search that a first
+        -- read caught probing.
+        WITH l AS MATERIALIZED (SELECT pid, objsubid FROM pg_locks WHERE locktype = 'advisory' AND granted)
+        SELECT count(DISTINCT pid) INTO n FROM l
+         WHERE objsubid IN (21068, 21069) AND pid NOT IN (SELECT pid FROM l WHERE objsubid = 21070);
         most := greatest(most, n);
         PERFORM pg_sleep(0.0005);
     END LOOP;
