@@ -7,6 +7,7 @@ OBJS = \
 	extension/core/decision.o \
 	extension/core/fixed_window.o \
 	extension/core/gcra.o \
+	extension/core/leases.o \
 	extension/core/memory_identity.o \
 	extension/core/memory_table.o \
 	extension/core/rescale.o \
@@ -27,7 +28,10 @@ OBJS = \
 	extension/extension_event_trigger.o \
 	extension/extension_sql.o \
 	extension/held_shards.o \
+	extension/lease_functions.o \
+	extension/lease_slots.o \
 	extension/limit_cache.o \
+	extension/limit_kind.o \
 	extension/limit_lock.o \
 	extension/memory_state.o \
 	extension/module.o \

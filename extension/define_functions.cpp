@@ -146,9 +146,10 @@ Datum define_body(FunctionCallInfo fcinfo) {
     set_limit_period(&limit, PG_GETARG_INTERVAL_P(2), zone == nullptr ? nullptr : time_zone_name(*zone));
     limit.capacity = PG_ARGISNULL(4) ? limit.rate : PG_GETARG_FLOAT8(4);
     // Unlimited reservations by default; a sliding window takes none (its previous window's count must
-    // stay within the capacity: sliding_window.cpp).
-    const bool sliding = limit.algorithm == core::Algorithm::sliding_window;
-    limit.max_reserved = PG_ARGISNULL(5) ? (sliding ? 0 : INFINITY) : PG_GETARG_FLOAT8(5);
+    // stay within the capacity: sliding_window.cpp), nor does a concurrency limit (leases, not units).
+    const bool no_reservations =
+        limit.algorithm == core::Algorithm::sliding_window || limit.algorithm == core::Algorithm::concurrency;
+    limit.max_reserved = PG_ARGISNULL(5) ? (no_reservations ? 0 : INFINITY) : PG_GETARG_FLOAT8(5);
     limit.has_start = !PG_ARGISNULL(6);
     if (limit.has_start) {
         limit.start = PG_GETARG_TIMESTAMPTZ(6);

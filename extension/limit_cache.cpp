@@ -6,6 +6,7 @@
 
 #include "config_relation.hpp"
 #include "core/calendar.hpp"
+#include "core/leases.hpp"
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
 #include "message_text.hpp"
@@ -144,14 +145,14 @@ core::Limit limit_lookup(Oid extension, Oid schema, const text *name) {
 }
 
 // Indexed by core::Algorithm.
-constexpr const char *ALGORITHM_NAMES[] = {"token_bucket", "fixed_window", "gcra", "sliding_window"};
+constexpr const char *ALGORITHM_NAMES[] = {"token_bucket", "fixed_window", "gcra", "sliding_window", "concurrency"};
 
 core::Algorithm algorithm_from_text(const char *name) {
     for (std::size_t i = 0; i < std::size(ALGORITHM_NAMES); ++i)
         if (strcmp(name, ALGORITHM_NAMES[i]) == 0) return static_cast<core::Algorithm>(i);
     ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                     errmsg("unknown rate limit algorithm \"%s\"", clipped_text(name)),
-                    errhint("Use 'token_bucket', 'gcra', 'fixed_window' or 'sliding_window'.")));
+                    errhint("Use 'token_bucket', 'gcra', 'fixed_window', 'sliding_window' or 'concurrency'.")));
     pg_unreachable();
 }
 
@@ -287,6 +288,20 @@ void require_valid_limit(const core::Limit &limit) {
                     (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("a calendar period must be at most 100 years"),
                      errdetail("The allowed range is up to %d months, %d weeks or %d days.", core::MAX_CALENDAR_MONTHS,
                                core::MAX_CALENDAR_WEEKS, core::MAX_CALENDAR_DAYS)));
+            break;
+        case core::LimitProblem::concurrency_slots:
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("a concurrency limit's rate must be a whole number of slots between 1 and %d",
+                                   core::MAX_LEASE_SLOTS),
+                            errdetail("rate is %s.", number_text(limit.rate)),
+                            errhint("rate is how many leases of a key may be held at once.")));
+            break;
+        case core::LimitProblem::concurrency_shape:
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("concurrency limits take no capacity, reservations, shards or storage"),
+                            errdetail("capacity must equal rate, max_reserved must be 0, shards 1 and storage "
+                                      "'durable' (leases live in the lock manager)."),
+                            errhint("Omit capacity, max_reserved, shards and storage.")));
             break;
         case core::LimitProblem::start_out_of_range:
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("start is out of range"),

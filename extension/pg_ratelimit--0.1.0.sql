@@ -14,7 +14,8 @@ CREATE TYPE @extschema@.rate_limit_decision AS (
 -- Named limits. Read it freely; change it with rate_limit_define() / rate_limit_drop().
 CREATE TABLE @extschema@.rate_limit_config (
     name         text COLLATE "C" PRIMARY KEY CHECK (name <> '' AND octet_length(name) <= 128),
-    algorithm    text NOT NULL CHECK (algorithm IN ('token_bucket', 'gcra', 'fixed_window', 'sliding_window')),
+    algorithm    text NOT NULL CHECK (algorithm IN ('token_bucket', 'gcra', 'fixed_window', 'sliding_window',
+                                                    'concurrency')),
     rate         float8 NOT NULL CHECK (rate >= 1e-9 AND rate <= 1e12),
     period       interval NOT NULL CHECK (period > interval '0'),
     capacity     float8 NOT NULL CHECK (capacity >= 1e-9 AND capacity <= 1e12),
@@ -41,7 +42,13 @@ CREATE TABLE @extschema@.rate_limit_config (
     -- A sliding window's capacity is its rate, it takes no reservations, and it needs 1 ms windows or longer.
     CHECK (algorithm <> 'sliding_window'
            OR (capacity = rate AND max_reserved IS NOT NULL AND max_reserved = 0
-               AND period >= interval '1 millisecond'))
+               AND period >= interval '1 millisecond')),
+    -- A concurrency limit's rate is its number of slots (leases held at once): a whole number up to 10,000;
+    -- nothing else of a rate applies.
+    CONSTRAINT rate_limit_config_concurrency_check
+        CHECK (algorithm <> 'concurrency'
+               OR (rate = pg_catalog.trunc(rate) AND rate <= 10000 AND capacity = rate AND max_reserved IS NOT NULL
+                   AND max_reserved = 0 AND shards = 1 AND storage = 'durable'))
 );
 COMMENT ON TABLE @extschema@.rate_limit_config IS
     'pg_ratelimit: named limits; change them with rate_limit_define() and rate_limit_drop()';
@@ -435,3 +442,43 @@ $$;
 REVOKE ALL ON FUNCTION @extschema@.rate_limit_stats_reset(text), @extschema@.rate_limit_stats_reset() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_stats_rows TO PUBLIC;
 GRANT SELECT ON @extschema@.rate_limit_stats TO PUBLIC;
+
+-- ---------------------------------------------------------------------------------------------------------
+-- Concurrency limits (leases): a limit defined with algorithm => 'concurrency' bounds how many holders of a
+-- key are in flight at once (its rate: the number of slots). A lease is a lock in PostgreSQL's lock manager
+-- (extension/lease_slots.hpp): a transaction lease ends at COMMIT or ROLLBACK, a session lease at
+-- rate_limit_release, at session end or once it has been held for the limit's period; both end when their
+-- backend dies. pg_locks shows them as advisory locks with objsubid 21068 (transaction) or 21069 (session).
+CREATE FUNCTION @extschema@.rate_limit_acquire(key text, limit_name text, scope text DEFAULT 'transaction')
+RETURNS @extschema@.rate_limit_decision
+AS 'MODULE_PATHNAME', 'rate_limit_acquire' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_acquire(text, text, text) IS
+    'takes one of the slots of key under a concurrency limit if one is free, until the transaction ends (scope transaction) or until rate_limit_release, session end or the limit''s period (scope session); remaining = free slots after the call';
+
+CREATE FUNCTION @extschema@.rate_limit_release(key text, limit_name text)
+RETURNS boolean AS 'MODULE_PATHNAME', 'rate_limit_release' LANGUAGE C VOLATILE SECURITY DEFINER;
+COMMENT ON FUNCTION @extschema@.rate_limit_release(text, text) IS
+    'releases this session''s oldest session lease of key under the limit; false if it holds none (transaction leases end with their transaction)';
+
+-- Least privilege, as above: nothing but the owner's rights, then EXECUTE for everyone. Acquiring can only
+-- take a slot, like rate_limit_request can only consume; releasing frees only the caller's own lease.
+DO $$
+DECLARE
+    member record;
+BEGIN
+    FOR member IN
+        SELECT DISTINCT 'FUNCTION ' || p.oid::regprocedure::text AS object,
+               CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(a.grantee::regrole::text) END AS grantee
+          FROM pg_catalog.pg_depend d
+          JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_ratelimit'
+          JOIN pg_catalog.pg_proc p ON d.classid = 'pg_catalog.pg_proc'::regclass AND p.oid = d.objid
+                    AND p.proname IN ('rate_limit_acquire', 'rate_limit_release')
+          CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS a
+         WHERE d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e'
+           AND a.grantee <> p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', member.object, member.grantee);
+    END LOOP;
+END
+$$;
+GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_acquire, @extschema@.rate_limit_release TO PUBLIC;

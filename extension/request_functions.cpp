@@ -6,6 +6,7 @@
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "limit_cache.hpp"
+#include "limit_kind.hpp"
 #include "memory_state.hpp"
 #include "message_text.hpp"
 #include "override_cache.hpp"
@@ -54,7 +55,7 @@ Datum decide(FunctionCallInfo fcinfo, SettleMode mode) {
     const bool reserve = mode == SettleMode::request && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
 
     const core::Limit limit =
-        effective_limit(context, limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
     require_cost_fits(limit, cost, limit_name);
     return decision_datum(context, limit, decide_key(context, limit, limit_name, key, mode, cost, reserve));
 }
@@ -90,7 +91,7 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
             ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("costs must have one element per key"),
                             errdetail("There are %d keys and %d costs.", count, cost_count)));
     }
-    const core::Limit limit = limit_lookup(context.extension, context.schema, limit_name);
+    const core::Limit limit = rate_limit_lookup(context.extension, context.schema, limit_name);
     // Each key's own limit (its override, if it has one).
     auto *limits = static_cast<core::Limit *>(palloc(sizeof(core::Limit) * (count + 1)));
     for (int i = 0; i < count; ++i) {
@@ -145,7 +146,7 @@ Datum throttle_body(FunctionCallInfo fcinfo) {
                                " remaining bigint, retry_after bigint, reset_after bigint)"),
                         errhint("Re-create the extension.")));
     const core::Limit limit =
-        effective_limit(context, limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
     require_cost_fits(limit, cost, limit_name);
     const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
     Datum values[5];
@@ -168,7 +169,7 @@ Datum reset_body(FunctionCallInfo fcinfo) {
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     // An unknown limit is an error, not a silent no-op.
     const core::Limit limit =
-        effective_limit(context, limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
     const StateTarget target{context.extension,    context.schema, PointerGetDatum(limit_name),
                              PointerGetDatum(key), limit,          0};
     if (limit.storage == core::Storage::memory) {
@@ -196,7 +197,7 @@ Datum enforce_body(FunctionCallInfo fcinfo) {
     const double cost = cost_arg(fcinfo, 2);
     // The key's own limit (its override, if any: per-key tiers), as every decision function.
     const core::Limit limit =
-        effective_limit(context, limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
     require_cost_fits(limit, cost, limit_name);
     const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
     if (!outcome.allowed) raise_rate_limit_exceeded(limit_name, key, outcome.retry_after);
@@ -230,7 +231,7 @@ Datum settle_reservation_body(FunctionCallInfo fcinfo) {
     const double actual = settled_amount_arg(fcinfo, 3, "actual");
     // The key's own limit (its override, if any: per-key tiers), as every decision function.
     const core::Limit limit =
-        effective_limit(context, limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
     // No request can have reserved more than a (shard's) capacity.
     if (reserved > 0 && core::validate_cost(limit, reserved) == core::CostProblem::exceeds_capacity)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),

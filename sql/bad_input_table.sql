@@ -612,6 +612,106 @@ SELECT b.tbl, a.rows, (a.rows, a.as_text, a.as_bytes) = (b.rows, b.as_text, b.as
   FROM pictures_before b JOIN pg_temp.table_pictures() a USING (tbl) ORDER BY tbl;
 SELECT decisions = pg_temp.decisions() AS same_decisions FROM decisions_before;
 
+-- Leases (rate_limit_acquire, rate_limit_release), crossed the same way against a concurrency limit 'cc' of
+-- 2 slots defined for them; every other limit (tb, the default, ...) is of the wrong kind (42809). A valid
+-- session-scoped case keeps its lease past the rolled-back savepoint (session leases survive rollbacks):
+-- they are all released at the end of the section.
+SELECT rate_limit_define('cc', rate => 2, period => '1 hour', algorithm => 'concurrency');
+INSERT INTO arguments VALUES
+    ('rate_limit_acquire', 1, 'key', 'key', $$'half'$$),
+    ('rate_limit_acquire', 2, 'limit_name', 'name', $$'cc'$$),
+    ('rate_limit_acquire', 3, 'scope', 'scope', $$'transaction'$$),
+    ('rate_limit_release', 1, 'key', 'key', $$'half'$$),
+    ('rate_limit_release', 2, 'limit_name', 'name', $$'cc'$$);
+INSERT INTO argument_values (kind, n, label, expr) VALUES
+    ('scope', 1, 'NULL', 'NULL'),
+    ('scope', 2, 'empty', $$''$$),
+    ('scope', 3, 'transaction', $$'transaction'$$),
+    ('scope', 4, 'session', $$'session'$$),
+    ('scope', 5, 'Session (case differs)', $$'Session'$$),
+    ('scope', 6, 'trailing space', $$'session '$$),
+    ('scope', 7, 'control byte \x01', $$E'\x01'$$),
+    ('scope', 8, '1000000 bytes', $$repeat('s', 1000000)$$);
+CREATE TEMP TABLE lease_cases (id serial, fn text, arg text, label text, statement text);
+INSERT INTO lease_cases (fn, arg, label, statement)
+SELECT a.fn, a.arg, v.label,
+       format('SELECT %s(%s)::text%s', a.fn,
+              (SELECT string_agg(CASE WHEN o.pos = a.pos THEN v.expr ELSE o.good END, ', ' ORDER BY o.pos)
+                 FROM arguments o WHERE o.fn = a.fn),
+              v.from_clause)
+  FROM arguments a JOIN argument_values v ON v.kind = a.kind
+ WHERE a.fn IN ('rate_limit_acquire', 'rate_limit_release')
+ ORDER BY a.fn, a.pos, v.n;
+INSERT INTO lease_cases (fn, arg, label, statement) VALUES
+    ('rate_limit_acquire', '(all)', 'all NULL', 'SELECT rate_limit_acquire(NULL, NULL, NULL)::text'),
+    ('rate_limit_acquire', 'limit_name', 'a sliding window', $$SELECT rate_limit_acquire('half', 'sw')::text$$),
+    ('rate_limit_acquire', 'limit_name', 'a sharded limit', $$SELECT rate_limit_acquire('half', 'sh')::text$$),
+    ('rate_limit_release', '(all)', 'all NULL', 'SELECT rate_limit_release(NULL, NULL)::text'),
+    ('rate_limit_release', 'limit_name', 'a rate limit (never holds leases)',
+     $$SELECT rate_limit_release('half', 'tb')::text$$),
+    ('rate_limit_request', 'limit_name', 'the concurrency limit cc', $$SELECT rate_limit_request('half', 'cc')::text$$),
+    ('rate_limit_check', 'limit_name', 'the concurrency limit cc', $$SELECT rate_limit_check('half', 'cc')::text$$),
+    ('rate_limit_refund', 'limit_name', 'the concurrency limit cc', $$SELECT rate_limit_refund('half', 'cc')::text$$),
+    ('rate_limit_reset', 'limit_name', 'the concurrency limit cc', $$SELECT rate_limit_reset('half', 'cc')::text$$),
+    ('rate_limit_throttle', 'limit_name', 'the concurrency limit cc',
+     $$SELECT rate_limit_throttle('half', 'cc')::text$$),
+    ('rate_limit_enforce', 'limit_name', 'the concurrency limit cc', $$SELECT rate_limit_enforce('half', 'cc')::text$$),
+    ('rate_limit_settle', 'limit_name', 'the concurrency limit cc',
+     $$SELECT rate_limit_settle('half', 'cc', 1, 1)::text$$),
+    ('rate_limit_request_many', 'limit_name', 'the concurrency limit cc',
+     $$SELECT count(*)::text FROM rate_limit_request_many(ARRAY['half'], 'cc')$$),
+    ('rate_limit_override', 'rate', '2.5 slots on cc', $$SELECT rate_limit_override('half', 'cc', 2.5)::text$$),
+    ('rate_limit_override', 'rate', '10001 slots on cc', $$SELECT rate_limit_override('half', 'cc', 10001)::text$$),
+    ('rate_limit_override', 'capacity', '3 for 3 slots on cc',
+     $$SELECT rate_limit_override('half', 'cc', 3, 3)::text$$),
+    ('rate_limit_override', 'capacity', '4 for 3 slots on cc',
+     $$SELECT rate_limit_override('half', 'cc', 3, 4)::text$$),
+    ('rate_limit_override', 'max_reserved', '1 on cc', $$SELECT rate_limit_override('half', 'cc', 3, NULL, 1)::text$$),
+    ('rate_limit_define', 'rate', 'concurrency, 0 slots', $$SELECT rate_limit_define('cc', 0, '1 hour', 'concurrency')::text$$),
+    ('rate_limit_define', 'rate', 'concurrency, 1.5 slots',
+     $$SELECT rate_limit_define('cc', 1.5, '1 hour', 'concurrency')::text$$),
+    ('rate_limit_define', 'rate', 'concurrency, 10000 slots (max)',
+     $$SELECT rate_limit_define('cc', 10000, '1 hour', 'concurrency')::text$$),
+    ('rate_limit_define', 'rate', 'concurrency, 10001 slots',
+     $$SELECT rate_limit_define('cc', 10001, '1 hour', 'concurrency')::text$$),
+    ('rate_limit_define', 'rate', 'concurrency, NaN slots',
+     $$SELECT rate_limit_define('cc', 'NaN', '1 hour', 'concurrency')::text$$),
+    ('rate_limit_define', 'rate', 'concurrency, Infinity slots',
+     $$SELECT rate_limit_define('cc', 'Infinity', '1 hour', 'concurrency')::text$$),
+    ('rate_limit_define', 'period', 'concurrency, 1 microsecond',
+     $$SELECT rate_limit_define('cc', 2, '1 microsecond', 'concurrency')::text$$),
+    ('rate_limit_define', 'period', 'concurrency, 0', $$SELECT rate_limit_define('cc', 2, '0', 'concurrency')::text$$),
+    ('rate_limit_define', 'capacity', 'concurrency, capacity 3 for 2 slots',
+     $$SELECT rate_limit_define('cc', 2, '1 hour', 'concurrency', 3)::text$$),
+    ('rate_limit_define', 'max_reserved', 'concurrency, unlimited (Infinity)',
+     $$SELECT rate_limit_define('cc', 2, '1 hour', 'concurrency', NULL, 'Infinity')::text$$),
+    ('rate_limit_define', 'shards', 'concurrency, 2 shards',
+     $$SELECT rate_limit_define('cc', 2, '1 hour', 'concurrency', shards => 2)::text$$),
+    ('rate_limit_define', 'storage', 'concurrency, memory',
+     $$SELECT rate_limit_define('cc', 2, '1 hour', 'concurrency', storage => 'memory')::text$$),
+    ('rate_limit_define', 'start', 'concurrency with a start',
+     $$SELECT rate_limit_define('cc', 2, '1 hour', 'concurrency', start => '2026-01-01+00')::text$$),
+    ('rate_limit_define', 'time_zone', 'concurrency in a zone',
+     $$SELECT rate_limit_define('cc', 2, '1 day', 'concurrency', time_zone => 'UTC')::text$$),
+    ('rate_limit_define', 'algorithm', 'fw becomes a concurrency limit (its keys'' rows go)',
+     $$SELECT rate_limit_define('fw', 5, '1 hour', 'concurrency')::text$$);
+SELECT c.id, c.fn, c.arg, c.label, pg_temp.cut(r.outcome) AS outcome, pg_temp.cut(r.detail) AS detail, r.effect,
+       r.writes
+  INTO TEMP lease_results
+  FROM lease_cases c, pg_temp.run_case(c.statement) AS r
+ ORDER BY c.id;
+SELECT id, fn, arg, label, outcome, detail, effect, writes FROM lease_results ORDER BY id;
+SELECT count(*) AS lease_cases, count(*) FILTER (WHERE outcome NOT LIKE 'ok%') AS errors,
+       count(*) FILTER (WHERE outcome NOT LIKE 'ok%' AND writes <> 'none') AS errors_that_wrote,
+       count(*) FILTER (WHERE outcome LIKE 'XX%') AS internal_errors
+  FROM lease_results;
+SELECT left(outcome, 5) AS sqlstate, count(*) FROM lease_results WHERE outcome NOT LIKE 'ok%' GROUP BY 1 ORDER BY 1;
+-- The session leases the valid cases took, then none.
+SELECT count(*) AS session_leases FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21069 AND pid = pg_backend_pid();
+SELECT pg_advisory_unlock_all();
+SELECT count(*) AS leases FROM pg_locks WHERE locktype = 'advisory' AND objsubid IN (21068, 21069);
+SELECT rate_limit_drop('cc');
+
 SELECT rate_limit_drop('tb');
 SELECT rate_limit_drop('fw');
 SELECT rate_limit_drop('sw');

@@ -104,6 +104,20 @@ SELECT count(*) FROM rate_limit_stats_rows();
 RESET ROLE;
 GRANT SELECT ON rate_limit_stats TO PUBLIC;
 GRANT EXECUTE ON FUNCTION rate_limit_stats_rows() TO PUBLIC;
+-- Leases: everyone may acquire (it can only take a slot, like a request consumes) and release (only the
+-- caller's own session lease); the lockdown covers both.
+SELECT rate_limit_define('priv_leases', rate => 1, period => '1 hour', algorithm => 'concurrency');
+SET ROLE regress_rl_app;
+SELECT allowed, remaining FROM rate_limit_acquire('l', 'priv_leases', 'session');
+SELECT rate_limit_release('l', 'priv_leases');
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION rate_limit_acquire(text, text, text), rate_limit_release(text, text) FROM PUBLIC;
+SET ROLE regress_rl_app;
+SELECT allowed FROM rate_limit_acquire('l', 'priv_leases');
+SELECT rate_limit_release('l', 'priv_leases');
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION rate_limit_acquire(text, text, text), rate_limit_release(text, text) TO PUBLIC;
+SELECT rate_limit_drop('priv_leases');
 
 -- Administrators can delegate defining limits.
 GRANT EXECUTE ON FUNCTION rate_limit_define TO regress_rl_app;

@@ -61,6 +61,7 @@ void throw_if_typed(const pqxx::sql_error &error) {
     // rate_limit_enforce's denial (a class of its own: see the server's rate_limit_exceeded.hpp).
     if (state == "RL001") throw RateLimitExceeded(error.what(), error.query(), state);
     if (state == "42704") throw UnknownLimit(error.what(), error.query(), state);
+    if (state == "42809") throw WrongLimitKind(error.what(), error.query(), state);
     // Our statements name nothing but the extension's own functions and table (and built-ins), so an
     // undefined function or table, or an unknown schema (Options::schema), means the extension is not
     // where the client looks.

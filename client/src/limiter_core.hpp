@@ -33,6 +33,7 @@ class LimiterCore {
     std::vector<Decision> in_transaction_many(pqxx::transaction_base &tx, const BatchArgs &args);
 
     RetryStats stats() const;
+    const Options &options() const { return options_; }
 
   private:
     // Runs body in a transaction of its own on a pooled connection, retried per options().retry:

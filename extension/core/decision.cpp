@@ -80,6 +80,8 @@ const RefillRules &rules_of(Algorithm algorithm) noexcept {
             return gcra_rules;
         case Algorithm::sliding_window:
             return sliding_window_rules;
+        case Algorithm::concurrency:  // never decided here (core/leases.hpp); harmless numbers if misused
+            break;
     }
     return token_bucket_rules;
 }
@@ -177,6 +179,8 @@ Outcome request(const Limit &limit, const State *stored, Micros now, double cost
 }
 
 bool is_full(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept {
+    // A concurrency limit keeps no rows: one found (written by hand) means nothing and may go.
+    if (limit.algorithm == Algorithm::concurrency) return true;
     // A row stored later than now (the clock stepped back) is kept: it holds the key's time, and without it
     // the key would refill again from now up to that instant.
     return now >= stored.ts && covers(level_of(limit, &stored, now, origin).value, limit.capacity, tolerance(limit));

@@ -16,7 +16,8 @@ namespace pg_ratelimit::core {
 using Micros = std::int64_t;
 
 // The values are part of the memory-mode fingerprint (memory_table.cpp): append, never renumber.
-enum class Algorithm : std::uint8_t { token_bucket, fixed_window, gcra, sliding_window };
+// concurrency: leases (core/leases.hpp), not a rate: a key holds at most rate slots at once; no state rows.
+enum class Algorithm : std::uint8_t { token_bucket, fixed_window, gcra, sliding_window, concurrency };
 
 // Where a limit keeps its keys' state (the glue's concern; the decisions do not depend on it):
 //   durable   rate_limit_state: WAL-logged, transactional, replicated, kept across crashes

@@ -19,6 +19,7 @@ bool state_carries_over(const Limit &from, const Limit &to) noexcept {
 }
 
 bool rescale_rewrites(const Limit &from, const Limit &to, Rescale rule) noexcept {
+    if (to.algorithm == Algorithm::concurrency) return false;  // leases live in the lock manager, not in rows
     if (from.algorithm != to.algorithm) return true;
     // A sliding window writes its previous count in quanta of its capacity on its window grid: another
     // capacity, period or grid reads the same numbers as other counts, so they are written again even as_is.

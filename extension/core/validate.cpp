@@ -4,6 +4,7 @@
 
 #include "core/algorithms.hpp"
 #include "core/calendar.hpp"
+#include "core/leases.hpp"
 #include "core/shards.hpp"
 
 namespace pg_ratelimit::core {
@@ -20,6 +21,13 @@ LimitProblem validate_limit(const Limit &limit) noexcept {
         if (limit.capacity != limit.rate) return LimitProblem::sliding_capacity;
         if (limit.max_reserved != 0) return LimitProblem::sliding_reservations;
         if (limit.period < MIN_SLIDING_PERIOD) return LimitProblem::sliding_period;
+    }
+    if (limit.algorithm == Algorithm::concurrency) {
+        if (!(limit.rate >= 1 && limit.rate <= MAX_LEASE_SLOTS && limit.rate == std::floor(limit.rate)))
+            return LimitProblem::concurrency_slots;
+        if (limit.capacity != limit.rate || limit.max_reserved != 0 || limit.shards != 1 ||
+            limit.storage != Storage::durable)
+            return LimitProblem::concurrency_shape;
     }
     if (const Calendar &calendar = limit.calendar; calendar.unit != CalendarUnit::none) {
         if (limit.algorithm != Algorithm::fixed_window) return LimitProblem::calendar_algorithm;

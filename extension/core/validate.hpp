@@ -24,6 +24,8 @@ enum class LimitProblem : std::uint8_t {
     calendar_algorithm,    // a calendar period for an algorithm other than the fixed window
     calendar_start,        // a calendar period with a start (calendar windows open at local midnight)
     calendar_count,        // a calendar period of no units, or longer than 100 years, or without a zone
+    concurrency_slots,     // concurrency: rate not a whole number in [1, MAX_LEASE_SLOTS]
+    concurrency_shape,     // concurrency: capacity other than rate, reservations, shards or another storage
 };
 
 enum class CostProblem : std::uint8_t {

@@ -84,6 +84,8 @@ inline const char *AlgorithmName(Algorithm algorithm) {
             return "gcra";
         case Algorithm::sliding_window:
             return "sliding_window";
+        case Algorithm::concurrency:  // not in kAllAlgorithms: no rate decisions (core/leases.hpp)
+            return "concurrency";
     }
     return "unknown";
 }

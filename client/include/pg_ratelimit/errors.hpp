@@ -42,6 +42,13 @@ class UnknownLimit : public Error {
     using Error::Error;
 };
 
+// SQLSTATE 42809: the named limit is of the other kind: a concurrency limit given to a rate call (request,
+// check, ...), or a rate limit given to Limiter::acquire().
+class WrongLimitKind : public Error {
+  public:
+    using Error::Error;
+};
+
 // pg_ratelimit's functions or tables were not found where the client looked for them: the database has
 // no CREATE EXTENSION pg_ratelimit, or the extension lives in a schema that is neither Options::schema nor
 // on the connection's search_path. sqlstate() is the server's: 42883 (undefined_function: a rate_limit_*

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pg_ratelimit/decision.hpp"
+#include "pg_ratelimit/lease.hpp"
 #include "pg_ratelimit/reservation.hpp"
 #include "pg_ratelimit/retry.hpp"
 
@@ -174,6 +175,18 @@ class Limiter {
     // inside a transaction would hold the key's row lock the whole time.
     [[nodiscard]] Decision wait(const std::string &key, const std::string &limit, std::chrono::milliseconds max_wait,
                                 double cost = 1);
+
+    // Concurrency limits (algorithm 'concurrency'): takes one of the key's slots if one is free
+    // (rate_limit_acquire), held by tx's connection: until tx ends (LeaseScope::transaction), or until
+    // release(), the connection's end or the limit's period (LeaseScope::session). In-transaction only: a
+    // pooled connection's transaction would end, or its session outlive the caller's interest, at once. A
+    // denial is a Lease with acquired false, never an exception; a rate limit throws WrongLimitKind (42809).
+    // One-off statements, never retried, like the other in-transaction calls.
+    [[nodiscard]] Lease acquire(pqxx::transaction_base &tx, const std::string &key, const std::string &limit,
+                                LeaseScope scope = LeaseScope::transaction);
+    // Releases the oldest session lease tx's connection holds on (key, limit) (rate_limit_release); false if
+    // it holds none. Transaction leases end with their transaction.
+    bool release(pqxx::transaction_base &tx, const std::string &key, const std::string &limit);
 
     // Retry counters of the pooled calls so far.
     [[nodiscard]] RetryStats stats() const;

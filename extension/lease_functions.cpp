@@ -1,0 +1,66 @@
+// rate_limit_acquire and rate_limit_release: the SQL face of concurrency limits (lease_slots.hpp).
+#include "call_context.hpp"
+#include "core/algorithms.hpp"
+#include "core/leases.hpp"
+#include "cpp_boundary.hpp"
+#include "lease_slots.hpp"
+#include "limit_cache.hpp"
+#include "limit_kind.hpp"
+#include "message_text.hpp"
+#include "override_cache.hpp"
+
+namespace pg_ratelimit {
+namespace {
+
+LeaseScope scope_arg(FunctionCallInfo fcinfo, int argno) {
+    const char *scope = text_to_cstring(required_text_arg(fcinfo, argno, "scope"));
+    if (strcmp(scope, "transaction") == 0) return LeaseScope::transaction;
+    if (strcmp(scope, "session") == 0) return LeaseScope::session;
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown lease scope \"%s\"", clipped_text(scope)),
+                    errhint("Use 'transaction' or 'session'.")));
+    pg_unreachable();
+}
+
+uint64 identity_of(const text *limit_name, const text *key) {
+    return core::lease_identity(VARDATA_ANY(limit_name), VARSIZE_ANY_EXHDR(limit_name), VARDATA_ANY(key),
+                                VARSIZE_ANY_EXHDR(key));
+}
+
+// rate_limit_acquire(key, limit_name, scope) -> rate_limit_decision.
+Datum acquire_body(FunctionCallInfo fcinfo) {
+    const CallContext context = call_context(fcinfo, true);
+    text *key = key_arg(fcinfo, 0);
+    text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
+    const LeaseScope scope = scope_arg(fcinfo, 2);
+    const core::Limit named = limit_lookup(context.extension, context.schema, limit_name);
+    require_concurrency_limit(named, limit_name);
+    // The key's own number of slots (its override, if it has one: per-key tiers).
+    const core::Limit limit = effective_limit(context, named, limit_name, key);
+    core::Outcome outcome =
+        lease_acquire(identity_of(limit_name, key), static_cast<int>(limit.rate), limit.period, scope);
+    if (!outcome.allowed && limit.jitter > 0)
+        outcome.retry_after = core::jittered(limit, outcome.retry_after, pg_prng_uint64(&pg_global_prng_state));
+    // Shadow mode (settle.cpp): a free slot is still taken, so that the count is what it would be; when
+    // none is free the caller is let through without a lease, told so by shadow_denied.
+    if (limit.shadow && !outcome.allowed) {
+        outcome.allowed = true;
+        outcome.shadow_denied = true;
+    }
+    return decision_datum(context, limit, outcome);
+}
+
+// rate_limit_release(key, limit_name) -> boolean. Needs no definition: a lease of a limit dropped or
+// redefined since can still be released.
+Datum release_body(FunctionCallInfo fcinfo) {
+    (void)call_context(fcinfo, false);
+    text *key = key_arg(fcinfo, 0);
+    text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
+    require_limit_name_length(limit_name);
+    PG_RETURN_BOOL(lease_release(identity_of(limit_name, key)));
+}
+
+}  // namespace
+}  // namespace pg_ratelimit
+
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_acquire, pg_ratelimit::acquire_body)
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_release, pg_ratelimit::release_body)

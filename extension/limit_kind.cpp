@@ -1,0 +1,27 @@
+#include "limit_kind.hpp"
+
+#include "limit_cache.hpp"
+#include "message_text.hpp"
+
+namespace pg_ratelimit {
+
+core::Limit rate_limit_lookup(Oid extension, Oid schema, const text *name) {
+    const core::Limit limit = limit_lookup(extension, schema, name);
+    if (limit.algorithm == core::Algorithm::concurrency)
+        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                        errmsg("rate limit \"%s\" is a concurrency limit", clipped_text(text_to_cstring(name))),
+                        errdetail("A concurrency limit bounds leases held at once; it has no units to request."),
+                        errhint("Use rate_limit_acquire() and rate_limit_release().")));
+    return limit;
+}
+
+void require_concurrency_limit(const core::Limit &limit, const text *name) {
+    if (limit.algorithm != core::Algorithm::concurrency)
+        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                        errmsg("rate limit \"%s\" is not a concurrency limit", clipped_text(text_to_cstring(name))),
+                        errdetail("Its algorithm is %s.", algorithm_name(limit.algorithm)),
+                        errhint("Use rate_limit_acquire() on a limit defined with algorithm => 'concurrency', and "
+                                "rate_limit_request() on this one.")));
+}
+
+}  // namespace pg_ratelimit
