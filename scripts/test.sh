@@ -79,6 +79,8 @@ for path in direct sql; do
         env ACCESS_PATH=$path "$ROOT/test/storage_modes.sh"
     run_suite "statistics: pgbench exact counts, databases, overflow, kill -9, no preload ($path path)" count_cases \
         env ACCESS_PATH=$path "$ROOT/test/stats.sh"
+    run_suite "leases: session end, terminate, kill -9, 2PC, pgbench under a pg_locks sampler ($path path)" count_cases \
+        env ACCESS_PATH=$path "$ROOT/test/leases.sh"
 done
 
 # The pg_regress and isolation suites again, with the extension built with ASan + UBSan and loaded in

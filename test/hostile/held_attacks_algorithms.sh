@@ -108,7 +108,7 @@ check "throttle: PUBLIC may call it; NULL key, unknown limit, cost > capacity, N
 
 # 4. A temp look-alike of the config and a hostile search_path do not redirect rate_limit_throttle.
 got=$(U <<'SQL'
-CREATE TEMP TABLE rate_limit_config (LIKE public.rate_limit_config);
+CREATE TEMP TABLE rate_limit_config (LIKE public.rate_limit_config INCLUDING DEFAULTS);
 INSERT INTO pg_temp.rate_limit_config SELECT 'cell', 'gcra', 1e9, '1 second', 1e9, NULL, NULL, 1, 'durable', 0, '0';
 SET search_path = pg_temp, public;
 SELECT count(*) FILTER (WHERE limited = 0) FROM generate_series(1, 20) AS g,
