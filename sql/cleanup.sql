@@ -111,6 +111,17 @@ SELECT rate_limit_cleanup(max_rows => 2) AS deleted;
 SELECT rate_limit_cleanup(max_rows => 2) AS deleted;
 SELECT count(*) AS orphans FROM rate_limit_state WHERE limit_name = 'cl_gone';
 
+-- Memory limits have no rows: a bounded pass sweeps a memory limit's full entries when it reaches the
+-- limit, whatever max_rows (it counts rows examined), and once per pass.
+SET pg_ratelimit.fake_now = '2026-02-02 12:00:00';
+SELECT rate_limit_define('cl_memory', rate => 1, period => '1 second', storage => 'memory');
+SELECT count(*) FILTER (WHERE (rate_limit_request(format('m%s', i), 'cl_memory')).allowed) AS admitted
+  FROM generate_series(1, 3) AS i;
+SET pg_ratelimit.fake_now = '2026-02-02 12:10:00';
+SELECT rate_limit_cleanup('cl_memory', max_rows => 1) AS swept;
+SELECT rate_limit_cleanup('cl_memory', max_rows => 1) AS swept_again;
+SELECT rate_limit_drop('cl_memory');
+
 -- rate_limit_cleanup_batches: one complete pass in committed batches of batch_rows rows; returns the count.
 SET pg_ratelimit.fake_now = '2026-02-03 00:00:00';
 SELECT count(*) FILTER (WHERE (rate_limit_request(format('b%s', i), 'cl_many')).allowed) AS admitted
