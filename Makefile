@@ -20,7 +20,9 @@ OBJS = \
 	extension/access_memory.o \
 	extension/access_sql.o \
 	extension/call_context.o \
+	extension/cleanup_batches.o \
 	extension/cleanup_function.o \
+	extension/cleanup_position.o \
 	extension/clock.o \
 	extension/config_relation.o \
 	extension/config_triggers.o \

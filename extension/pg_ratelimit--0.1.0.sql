@@ -219,10 +219,12 @@ AS 'MODULE_PATHNAME', 'rate_limit_settle' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_settle(text, text, float8, float8) IS
     'trues a reservation of reserved units up to the actual cost: gives back the difference or takes the extra, into debt if it must';
 
-CREATE FUNCTION @extschema@.rate_limit_cleanup(limit_name text DEFAULT NULL)
+-- Bounded cleanup (extension/cleanup_function.cpp): with max_rows, a call examines at most that many rows
+-- and the next bounded call of the session continues after them; rows a transaction holds are skipped.
+CREATE FUNCTION @extschema@.rate_limit_cleanup(limit_name text DEFAULT NULL, max_rows bigint DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'rate_limit_cleanup' LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rate_limit_cleanup(text) IS
-    'deletes the rows of keys back at full capacity (and, for all limits, rows of limits that no longer exist)';
+COMMENT ON FUNCTION @extschema@.rate_limit_cleanup(text, bigint) IS
+    'deletes the rows of keys back at full capacity (and, for all limits, rows of limits that no longer exist), skipping rows in use; with max_rows, examines at most that many rows and the next call continues after them';
 
 -- How much each storage holds: entries (one per key and shard) and bytes. The memory row also shows its
 -- capacity (pg_ratelimit.memory_keys, rounded up to the table's shape) and its evictions: entries dropped
@@ -482,3 +484,17 @@ BEGIN
 END
 $$;
 GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_acquire, @extschema@.rate_limit_release TO PUBLIC;
+
+-- ---------------------------------------------------------------------------------------------------------
+-- Bounded cleanup for schedulers (extension/cleanup_batches.cpp): one complete pass as short transactions,
+-- rate_limit_cleanup(limit_name, batch_rows) then COMMIT, until the pass ends. Not SECURITY DEFINER (such a
+-- procedure cannot commit): it runs with its caller's rights, and the caller needs EXECUTE on
+-- rate_limit_cleanup, which is the owner's only unless granted. So that nobody else runs it by mistake, it
+-- is not PUBLIC either. deleted is INOUT only because an OUT parameter may not follow ones with defaults:
+-- its input is ignored.
+CREATE PROCEDURE @extschema@.rate_limit_cleanup_batches(limit_name text DEFAULT NULL, batch_rows bigint DEFAULT 10000,
+                                                        INOUT deleted bigint DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'rate_limit_cleanup_batches' LANGUAGE C;
+COMMENT ON PROCEDURE @extschema@.rate_limit_cleanup_batches(text, bigint, bigint) IS
+    'one complete rate_limit_cleanup pass in batches of batch_rows rows, committing after each; returns the rows deleted';
+REVOKE ALL ON PROCEDURE @extschema@.rate_limit_cleanup_batches FROM PUBLIC;

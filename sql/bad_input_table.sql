@@ -205,6 +205,7 @@ INSERT INTO arguments VALUES
     ('rate_limit_define', 13, 'shadow', 'boolean', 'false'),
     ('rate_limit_drop', 1, 'name', 'name', $$'fw'$$),
     ('rate_limit_cleanup', 1, 'limit_name', 'name', $$'tb'$$),
+    ('rate_limit_cleanup', 2, 'max_rows', 'int8', 'NULL'),
     ('rate_limit_override', 1, 'key', 'key', $$'half'$$),
     ('rate_limit_override', 2, 'limit_name', 'name', $$'tb'$$),
     ('rate_limit_override', 3, 'rate', 'float8', '20'),
@@ -323,6 +324,12 @@ INSERT INTO argument_values (kind, n, label, expr) VALUES
     ('int4', 5, '256 (max)', '256'),
     ('int4', 6, '257', '257'),
     ('int4', 7, '2147483647', '2147483647'),
+    ('int8', 1, 'NULL', 'NULL::bigint'),
+    ('int8', 2, '0', '0::bigint'),
+    ('int8', 3, '-1', '-1::bigint'),
+    ('int8', 4, '1', '1::bigint'),
+    ('int8', 5, '9223372036854775807', '9223372036854775807'),
+    ('int8', 6, '-9223372036854775808', '-9223372036854775808'),
     ('storage', 1, 'NULL', 'NULL'),
     ('storage', 2, 'durable', $$'durable'$$),
     ('storage', 3, 'unlogged', $$'unlogged'$$),
@@ -386,7 +393,7 @@ INSERT INTO cases (fn, arg, label, statement) VALUES
     ('rate_limit_define', '(all)', 'all NULL',
      'SELECT rate_limit_define(NULL, NULL, NULL, NULL, NULL, NULL, NULL)::text'),
     ('rate_limit_drop', '(all)', 'all NULL', 'SELECT rate_limit_drop(NULL)::text'),
-    ('rate_limit_cleanup', '(all)', 'all NULL (all limits)', 'SELECT rate_limit_cleanup(NULL)::text'),
+    ('rate_limit_cleanup', '(all)', 'all NULL (all limits)', 'SELECT rate_limit_cleanup(NULL, NULL)::text'),
     ('rate_limit_override', '(all)', 'all NULL',
      'SELECT rate_limit_override(NULL, NULL, NULL, NULL, NULL, NULL)::text'),
     ('rate_limit_override_drop', '(all)', 'all NULL', 'SELECT rate_limit_override_drop(NULL, NULL)::text'),
@@ -583,7 +590,9 @@ INSERT INTO null_pairs VALUES
     ('rate_limit_cleanup', 'limit_name', $$SELECT rate_limit_cleanup(NULL)::text$$,
      $$SELECT rate_limit_cleanup()::text$$),
     ('rate_limit_stats_reset', 'limit_name', $$SELECT rate_limit_stats_reset(NULL)::text$$,
-     $$SELECT rate_limit_stats_reset()::text$$);
+     $$SELECT rate_limit_stats_reset()::text$$),
+    ('rate_limit_cleanup', 'max_rows', $$SELECT rate_limit_cleanup('tb', NULL)::text$$,
+     $$SELECT rate_limit_cleanup('tb')::text$$);
 SELECT p.fn, p.arg, n.outcome AS with_null, n.effect AS effect_with_null,
        (n.outcome, n.effect, n.writes) IS NOT DISTINCT FROM (o.outcome, o.effect, o.writes) AS same_as_omitted
   FROM null_pairs p, pg_temp.run_case(p.with_null) AS n, pg_temp.run_case(p.omitted) AS o

@@ -29,6 +29,24 @@ SELECT rate_limit_reset('u', 'priv');
 RESET ROLE;
 REVOKE EXECUTE ON FUNCTION rate_limit_refund(text, text, float8), rate_limit_reset(text, text) FROM regress_rl_app;
 
+-- Cleanup: rate_limit_cleanup_batches runs with its caller's rights (a SECURITY DEFINER procedure could
+-- not commit) and calls rate_limit_cleanup, so a role that runs cleanup (a pg_cron job's owner) needs
+-- EXECUTE on both; either alone is not enough.
+SET ROLE regress_rl_app;
+CALL rate_limit_cleanup_batches();
+RESET ROLE;
+GRANT EXECUTE ON PROCEDURE rate_limit_cleanup_batches TO regress_rl_app;
+SET ROLE regress_rl_app;
+CALL rate_limit_cleanup_batches();
+RESET ROLE;
+GRANT EXECUTE ON FUNCTION rate_limit_cleanup TO regress_rl_app;
+SET ROLE regress_rl_app;
+CALL rate_limit_cleanup_batches(batch_rows => 100);
+SELECT rate_limit_cleanup('priv', max_rows => 10) >= 0 AS cleaned;
+RESET ROLE;
+REVOKE EXECUTE ON PROCEDURE rate_limit_cleanup_batches FROM regress_rl_app;
+REVOKE EXECUTE ON FUNCTION rate_limit_cleanup FROM regress_rl_app;
+
 -- The README's lockdown of who may be limited at all covers every function that consumes units (and
 -- rate_limit_policy, which tells the numbers a key is limited to).
 REVOKE EXECUTE ON FUNCTION rate_limit_request(text, text, float8, boolean), rate_limit_request_many(text[], text, float8[]),

@@ -24,6 +24,7 @@ SELECT allowed, remaining FROM lim.rate_limit_request('k1', 'r');
 SELECT lim.rate_limit_reset('k1', 'r');
 SELECT allowed, remaining FROM lim.rate_limit_check('k1', 'default');
 SELECT lim.rate_limit_cleanup();
+CALL lim.rate_limit_cleanup_batches(batch_rows => 1);  -- the procedure finds its function by its own schema
 -- Per-key tiers: an override set, used, read back.
 SELECT lim.rate_limit_override('vip', 'r', 50);
 SELECT allowed, remaining FROM lim.rate_limit_request('vip', 'r');
@@ -66,6 +67,14 @@ CREATE TABLE lim.rate_limit_override (
 INSERT INTO lim.rate_limit_override VALUES ('r', 'k2', 1e9, NULL, NULL), ('r', 'vip', 1e9, NULL, NULL);
 CREATE TRIGGER steal BEFORE INSERT OR UPDATE OR DELETE ON lim.rate_limit_override
     FOR EACH ROW EXECUTE FUNCTION lim.steal();
+-- A look-alike of the function rate_limit_cleanup_batches calls, for a procedure that kept the old name.
+CREATE FUNCTION lim.rate_limit_cleanup(limit_name text DEFAULT NULL, max_rows bigint DEFAULT NULL) RETURNS bigint
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO lim.stolen VALUES (current_user, 'rate_limit_cleanup');
+    RETURN 0;
+END
+$$;
 DELETE FROM lim.stolen;
 RESET ROLE;
 
@@ -84,6 +93,8 @@ SELECT limit_name, key, value FROM ratelimit.rate_limit_state ORDER BY limit_nam
 SET pg_ratelimit.fake_now = '2026-01-01 02:00:00';
 SELECT ratelimit.rate_limit_cleanup();
 SELECT ratelimit.rate_limit_cleanup('r');
+SELECT ratelimit.rate_limit_cleanup('r', max_rows => 1) >= 0 AS bounded_cleanup;
+CALL ratelimit.rate_limit_cleanup_batches(batch_rows => 1);
 SELECT ratelimit.rate_limit_drop('r2');
 SELECT allowed, remaining FROM ratelimit.rate_limit_request('vip', 'r');
 SELECT k AS key, p.rate FROM unnest(ARRAY['vip', 'k2']) AS k, LATERAL ratelimit.rate_limit_policy(k, 'r') AS p;
