@@ -81,6 +81,8 @@ for path in direct sql; do
         env ACCESS_PATH=$path "$ROOT/test/stats.sh"
     run_suite "leases: session end, terminate, kill -9, 2PC, pgbench under a pg_locks sampler ($path path)" count_cases \
         env ACCESS_PATH=$path "$ROOT/test/leases.sh"
+    run_suite "bounded cleanup: 1,000,000 keys, loop and pg_cron, sizes bounded ($path path)" count_cases \
+        env ACCESS_PATH=$path "$ROOT/test/cleanup_bounded.sh"
 done
 
 # The pg_regress and isolation suites again, with the extension built with ASan + UBSan and loaded in
