@@ -139,7 +139,7 @@ SELECT * FROM rate_limit_request_all(ARRAY['u', NULL], ARRAY['sec_memory', 'day_
 SELECT * FROM rate_limit_request_all(ARRAY['u', 'u'], ARRAY['sec_memory', NULL]);
 SELECT * FROM rate_limit_request_all(ARRAY['u', 'u'], ARRAY['sec_memory', 'no_such_limit']);
 SELECT * FROM rate_limit_request_all(ARRAY['u', repeat('x', 1025)], ARRAY['sec_memory', 'day_memory']);
-SELECT * FROM rate_limit_request_all(ARRAY['u', 'u'], ARRAY['sec_memory', 'day_memory'], ARRAY[1, 'NaN']);
+SELECT * FROM rate_limit_request_all(ARRAY['u', 'u'], ARRAY['sec_memory', 'day_memory'], ARRAY[1, 'NaN'::float8]);
 SELECT * FROM rate_limit_request_all(ARRAY['u', 'u'], ARRAY['sec_memory', 'day_memory'], ARRAY[1, -1]);
 SELECT * FROM rate_limit_request_all(ARRAY['vip', 'u'], ARRAY['day_memory', 'day_memory'], ARRAY[50, 6]);
 SELECT * FROM rate_limit_request_all(ARRAY['u', 'u'], ARRAY['sec_memory', 'shr_memory'], ARRAY[1, 3]);
