@@ -487,11 +487,12 @@ GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_acquire, @extschema@.rate_limit
 -- Several limits at once, all or nothing (extension/request_all.cpp): keys[i] under limit_names[i] for
 -- costs[i] (1 where costs or the element is NULL). Consumes from every limit only if every one allows;
 -- when one denies, nothing is consumed anywhere. Rows: position 0 first, the call's decision (allowed: all
--- allowed; remaining: the smallest; retry_after and reset_after: the largest), then one row per triple in
--- the order given, each what it decided or, after a denial elsewhere, would have decided.
+-- allowed; remaining: the smallest; retry_after and reset_after: the largest; shadow_denied: any), then one
+-- row per triple in the order given, each what it decided or, after a denial elsewhere, would have decided.
+-- Shadow limits never make it deny.
 CREATE FUNCTION @extschema@.rate_limit_request_all(keys text[], limit_names text[], costs float8[] DEFAULT NULL)
 RETURNS TABLE ("position" integer, key text, limit_name text, allowed boolean, remaining bigint,
-               retry_after interval, reset_after interval)
+               retry_after interval, reset_after interval, shadow_denied boolean)
 AS 'MODULE_PATHNAME', 'rate_limit_request_all' LANGUAGE C VOLATILE SECURITY DEFINER ROWS 3;
 COMMENT ON FUNCTION @extschema@.rate_limit_request_all(text[], text[], float8[]) IS
     'consumes costs[i] units of limit_names[i] for keys[i] for every i if all allow, else none: row 0 is the call''s decision, then one row per (key, limit) in order';

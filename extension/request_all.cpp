@@ -21,7 +21,9 @@
 //   that ends in that interval receives the refund in the new window (up to the cost, once).
 // - An error raised after memory entries were taken (a cancel, say) leaves them taken: the call errs on the
 //   side of admitting less.
-// - Shadow limits are settled as settle() does (allowed), so they never make the call deny.
+// - Shadow limits: settle() lets a shadow limit's denial through (allowed, shadow_denied, nothing taken),
+//   so they never make the call deny, and nothing is refunded for them. The call's row says
+//   shadow_denied when one of its triples does.
 #include <algorithm>
 #include <cstring>
 
@@ -45,13 +47,12 @@ struct Triple {
     core::Limit limit;  // the key's own (its override, if any)
 };
 
-// The columns the function returns: ("position", key, limit_name, allowed, remaining, retry_after,
-// reset_after).
-constexpr int DECISION_COLUMNS = 4;
+// The columns the function returns: ("position", key, limit_name), then rate_limit_decision's (allowed,
+// remaining, retry_after, reset_after, shadow_denied).
 constexpr int COLUMNS = 3 + DECISION_COLUMNS;
 
 void require_all_rows(TupleDesc desc) {
-    constexpr Oid TYPES[COLUMNS] = {INT4OID, TEXTOID, TEXTOID, BOOLOID, INT8OID, INTERVALOID, INTERVALOID};
+    constexpr Oid TYPES[COLUMNS] = {INT4OID, TEXTOID, TEXTOID, BOOLOID, INT8OID, INTERVALOID, INTERVALOID, BOOLOID};
     bool shape = desc->natts == COLUMNS;
     for (int i = 0; shape && i < COLUMNS; ++i)
         shape = !TupleDescAttr(desc, i)->attisdropped && TupleDescAttr(desc, i)->atttypid == TYPES[i];
@@ -59,7 +60,7 @@ void require_all_rows(TupleDesc desc) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("pg_ratelimit cannot return these rows: their columns are not (position integer, key "
                                "text, limit_name text, allowed boolean, remaining bigint, retry_after interval, "
-                               "reset_after interval)"),
+                               "reset_after interval, shadow_denied boolean)"),
                         errhint("Re-create the extension.")));
 }
 
@@ -181,10 +182,12 @@ int decide_in_subtransaction(const CallContext &context, const Triple *triples, 
 }
 
 // Gives back what the memory triples decided before the denied one took (table writes were rolled back).
-void refund_memory_takes(const CallContext &context, const Triple *triples, const int *order, int denied_at) {
+void refund_memory_takes(const CallContext &context, const Triple *triples, const int *order,
+                         const core::Outcome *outcomes, int denied_at) {
     for (int n = denied_at - 1; n >= 0; --n) {
         const Triple &triple = triples[order[n]];
         if (triple.limit.storage != core::Storage::memory) break;  // the memory triples are the last
+        if (outcomes[order[n]].shadow_denied) continue;            // allowed, but nothing was taken
         (void)decide_key(context, triple.limit, triple.limit_name, triple.key, SettleMode::refund, triple.cost, false);
     }
 }
@@ -224,20 +227,24 @@ Datum request_all_body(FunctionCallInfo fcinfo) {
     // One triple, or memory only: nothing a rollback would have to undo (a denial writes nothing).
     const int denied_at = count > 1 && any_table ? decide_in_subtransaction(context, triples, order, count, outcomes)
                                                  : decide_in_order(context, triples, order, count, outcomes);
-    if (denied_at < count) refund_memory_takes(context, triples, order, denied_at);
+    if (denied_at < count) refund_memory_takes(context, triples, order, outcomes, denied_at);
 
-    // Position 0: the call's decision. Then each triple's, in the order given.
+    // Position 0: the call's decision. Then each triple's, in the order given. (As decision_values reports
+    // it, a shadow limit's denial has no retry_after.)
     int64 remaining = PG_INT64_MAX;
     core::Micros retry_after = 0;
     core::Micros reset_after = 0;
+    bool shadow_denied = false;
     for (int i = 0; i < count; ++i) {
         remaining = std::min(remaining, static_cast<int64>(core::whole_units(triples[i].limit, outcomes[i].balance)));
-        retry_after = std::max(retry_after, outcomes[i].retry_after);
+        if (!outcomes[i].shadow_denied) retry_after = std::max(retry_after, outcomes[i].retry_after);
         reset_after = std::max(reset_after, outcomes[i].reset_after);
+        shadow_denied = shadow_denied || outcomes[i].shadow_denied;
     }
     const Datum overall[DECISION_COLUMNS] = {BoolGetDatum(denied_at == count), Int64GetDatum(remaining),
                                              IntervalPGetDatum(interval_from_micros(retry_after)),
-                                             IntervalPGetDatum(interval_from_micros(reset_after))};
+                                             IntervalPGetDatum(interval_from_micros(reset_after)),
+                                             BoolGetDatum(shadow_denied)};
     put_row(result, 0, nullptr, nullptr, overall);
     for (int i = 0; i < count; ++i) {
         Datum decision[DECISION_COLUMNS];

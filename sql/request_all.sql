@@ -160,6 +160,24 @@ SELECT position, allowed, remaining
   FROM rate_limit_request_all(ARRAY['u', 'u'], ARRAY['day_unlogged', 'sec_unlogged'], ARRAY[1, 50]);
 ROLLBACK;
 
+-- Shadow limits never make the call deny: a shadow limit's would-be denial is flagged (shadow_denied, on its
+-- row and on the call's, with no retry_after) and the other limits are consumed. A shadow triple takes
+-- nothing, so a later real denial refunds nothing for it (a refund would mint units).
+SET pg_ratelimit.fake_now = '2026-01-05 00:00:00+00';
+SELECT rate_limit_define('shadow_' || s, 1, '1 hour', storage => s, shadow => true),
+       rate_limit_define('tiny_' || s, 1, '1 hour', storage => s)
+  FROM unnest(ARRAY['durable', 'memory']) AS s;
+SELECT position, allowed, remaining, retry_after, shadow_denied
+  FROM rate_limit_request_all(ARRAY['s', 's', 's'], ARRAY['shadow_durable', 'shadow_memory', 'sec_durable']);
+SELECT position, allowed, remaining, retry_after, shadow_denied
+  FROM rate_limit_request_all(ARRAY['s', 's', 's'], ARRAY['shadow_durable', 'shadow_memory', 'sec_durable']);
+SELECT (rate_limit_check('s', 'sec_durable')).allowed AS sec_allows_one_more;
+SELECT allowed FROM rate_limit_request('s', 'tiny_memory');
+SELECT position, allowed, shadow_denied
+  FROM rate_limit_request_all(ARRAY['s', 's'], ARRAY['tiny_memory', 'shadow_memory']);
+SELECT (rate_limit_check('s', 'shadow_memory')).shadow_denied AS shadow_memory_still_exhausted;
+SELECT rate_limit_drop(l || s) FROM unnest(ARRAY['shadow_', 'tiny_']) AS l, unnest(ARRAY['durable', 'memory']) AS s;
+
 SELECT rate_limit_drop(l || s)
   FROM unnest(ARRAY['sec_', 'day_', 'shr_']) AS l, unnest(ARRAY['durable', 'unlogged', 'memory']) AS s;
 RESET pg_ratelimit.fake_now;

@@ -20,7 +20,7 @@ std::string field_bytes(const pqxx::field &field) { return std::string(field.c_s
 std::string request_all_sql(const std::string &prefix) {
     // The intervals as seconds, as for every call (statements.cpp says why).
     return "SELECT r.\"position\", r.key, r.limit_name, r.allowed, r.remaining, extract(epoch FROM r.retry_after),"
-           " extract(epoch FROM r.reset_after) FROM " +
+           " extract(epoch FROM r.reset_after), r.shadow_denied FROM " +
            prefix + "rate_limit_request_all($1::text[], $2::text[], $3::float8[]) AS r";
 }
 

@@ -107,6 +107,24 @@ TEST_P(RequestAllStorageTest, OneDenialConsumesNothingAnywhere) {
 
 INSTANTIATE_TEST_SUITE_P(Storage, RequestAllStorageTest, ::testing::Values("durable", "unlogged", "memory"));
 
+// A shadow limit never makes the call deny: its would-be denial is flagged, on its decision and on the
+// overall one, and the other limits are consumed.
+TEST_F(RequestAllTest, ShadowLimitNeverDenies) {
+    const std::string real = test_support::define_limit("all_real", 5, "1 hour");
+    const std::string trial = test_support::define_limit("all_trial", 1, "1 hour", -1, -1, "token_bucket", "memory");
+    test_support::exec("SELECT rate_limit_define('" + trial + "', 1, '1 hour', storage => 'memory', shadow => true)");
+    const std::string key = test_support::unique_key("k");
+    EXPECT_FALSE(limiter->request_all({{key, real, 1}, {key, trial, 1}}).overall.shadow_denied);
+    const pr::AllDecision all = limiter->request_all({{key, real, 1}, {key, trial, 1}});
+    EXPECT_TRUE(all.allowed());
+    EXPECT_TRUE(all.overall.shadow_denied);
+    EXPECT_EQ(all.overall.retry_after.count(), 0);
+    EXPECT_FALSE(all.decisions[0].shadow_denied);
+    EXPECT_TRUE(all.decisions[1].allowed);
+    EXPECT_TRUE(all.decisions[1].shadow_denied);
+    EXPECT_EQ(left(key, real), 3);
+}
+
 TEST_F(RequestAllTest, BadInputThrowsAndConsumesNothing) {
     const std::string small = test_support::define_limit("all_small", 3, "1 hour", -1, -1, "token_bucket", "memory");
     const std::string key = test_support::unique_key("k");
@@ -191,20 +209,20 @@ TEST(RequestAllRows, RowsAreCheckedAgainstTheRequests) {
     auto conn = test_support::connect();
     pqxx::nontransaction tx{*conn};
     const std::vector<pr::LimitRequest> requests = {{"k", "l", 1}};
-    const std::string row0 = "(0, NULL::text, NULL::text, true, 1::int8, 0::numeric, 0::numeric)";
+    const std::string row0 = "(0, NULL::text, NULL::text, true, 1::int8, 0::numeric, 0::numeric, false)";
     const auto rows = [&](const std::string &values) { return tx.exec("SELECT * FROM (VALUES " + values + ") AS r"); };
-    const auto all = pr::detail::all_decision_from_rows(rows(row0 + ", (1, 'k', 'l', true, 1, 0, 0)"), requests);
+    const auto all = pr::detail::all_decision_from_rows(rows(row0 + ", (1, 'k', 'l', true, 1, 0, 0, false)"), requests);
     EXPECT_TRUE(all.allowed());
     EXPECT_EQ(all.decisions.at(0).limit, "l");
     EXPECT_THROW(pr::detail::all_decision_from_rows(rows(row0), requests), std::runtime_error);
-    EXPECT_THROW(pr::detail::all_decision_from_rows(rows(row0 + ", (1, 'x', 'l', true, 1, 0, 0)"), requests),
+    EXPECT_THROW(pr::detail::all_decision_from_rows(rows(row0 + ", (1, 'x', 'l', true, 1, 0, 0, false)"), requests),
                  std::runtime_error);
-    EXPECT_THROW(pr::detail::all_decision_from_rows(rows(row0 + ", (1, 'k', 'm', true, 1, 0, 0)"), requests),
+    EXPECT_THROW(pr::detail::all_decision_from_rows(rows(row0 + ", (1, 'k', 'm', true, 1, 0, 0, false)"), requests),
                  std::runtime_error);
-    EXPECT_THROW(pr::detail::all_decision_from_rows(rows(row0 + ", (2, 'k', 'l', true, 1, 0, 0)"), requests),
+    EXPECT_THROW(pr::detail::all_decision_from_rows(rows(row0 + ", (2, 'k', 'l', true, 1, 0, 0, false)"), requests),
                  std::runtime_error);
-    EXPECT_THROW(pr::detail::all_decision_from_rows(rows("(1, 'k', 'l', true, 1, 0, 0), (1, 'k', 'l', true, 1, 0, 0)"),
-                                                    requests),
+    EXPECT_THROW(pr::detail::all_decision_from_rows(
+                     rows("(1, 'k', 'l', true, 1, 0, 0, false), (1, 'k', 'l', true, 1, 0, 0, false)"), requests),
                  std::runtime_error);
 }
 

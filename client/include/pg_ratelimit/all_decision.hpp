@@ -20,7 +20,9 @@ struct LimitRequest {
 struct AllDecision {
     // The call's decision: allowed when every request was, and then every one consumed; otherwise none
     // consumed anything. remaining is the smallest of the decisions', retry_after and reset_after the
-    // largest (after retry_after every denied request could succeed). Its limit and policy are empty.
+    // largest (after retry_after every denied request could succeed); shadow_denied when a shadow limit
+    // would have denied one of them (shadow limits never make the call deny). Its limit and policy are
+    // empty.
     Decision overall{};
     // decisions[i] for requests[i], with limit and policy as request() fills them. After a denial, the
     // requests that would have been allowed say so (allowed, and the remaining they would have left),
