@@ -19,8 +19,8 @@
 //   never above capacity). Between the take and the refund (microseconds) the units are unavailable to
 //   other callers, who may be denied: it never admits more. A window of a fixed or sliding window limit
 //   that ends in that interval receives the refund in the new window (up to the cost, once).
-// - An error raised after memory entries were taken (a cancel, say) leaves them taken: the call errs on the
-//   side of admitting less.
+// - An error raised after memory entries were taken leaves them taken (the call errs on the side of
+//   admitting less); a cancel is only accepted before a table triple, so it never lands there.
 // - Shadow limits: settle() lets a shadow limit's denial through (allowed, shadow_denied, nothing taken),
 //   so they never make the call deny, and nothing is refunded for them. The call's row says
 //   shadow_denied when one of its triples does.
@@ -138,8 +138,10 @@ int decide_in_order(const CallContext &context, const Triple *triples, const int
                     core::Outcome *outcomes) {
     int denied_at = count;
     for (int n = 0; n < count; ++n) {
-        CHECK_FOR_INTERRUPTS();
         const Triple &triple = triples[order[n]];
+        // A cancel is taken before a table triple (the subtransaction undoes the others), never between
+        // memory triples, whose entries an error would leave taken.
+        if (triple.limit.storage != core::Storage::memory) CHECK_FOR_INTERRUPTS();
         const SettleMode mode = denied_at < count ? SettleMode::check : SettleMode::request;
         outcomes[order[n]] = decide_key(context, triple.limit, triple.limit_name, triple.key, mode, triple.cost, false);
         if (denied_at == count && !outcomes[order[n]].allowed) denied_at = n;
