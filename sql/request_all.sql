@@ -178,6 +178,20 @@ SELECT position, allowed, shadow_denied
 SELECT (rate_limit_check('s', 'shadow_memory')).shadow_denied AS shadow_memory_still_exhausted;
 SELECT rate_limit_drop(l || s) FROM unnest(ARRAY['shadow_', 'tiny_']) AS l, unnest(ARRAY['durable', 'memory']) AS s;
 
+-- Statistics (rate_limit_stats) count decisions as they are made, not transactionally: the triples of a
+-- denied call decided before its denial count as allowed (their units consumed, and a memory triple's
+-- refund as refunded), as a request in a transaction that rolls back does; those after it as checks.
+SET pg_ratelimit.fake_now = '2026-01-06 00:00:00+00';
+SELECT rate_limit_stats_reset(l || s)
+  FROM unnest(ARRAY['sec_', 'day_']) AS l, unnest(ARRAY['durable', 'memory']) AS s;
+SELECT position, allowed FROM rate_limit_request_all(ARRAY['st', 'st', 'st', 'st'],
+    ARRAY['day_durable', 'sec_durable', 'day_memory', 'sec_memory'], ARRAY[1, 1, 1, 2]);
+SELECT position, allowed FROM rate_limit_request_all(ARRAY['st', 'st', 'st', 'st'],
+    ARRAY['day_durable', 'sec_durable', 'day_memory', 'sec_memory'], ARRAY[1, 1, 1, 1]);
+SELECT position, allowed FROM rate_limit_request_all(ARRAY['st', 'st'], ARRAY['sec_memory', 'day_durable'], ARRAY[1, 5]);
+SELECT limit_name, requests, allowed, denied, checks, units_consumed, units_refunded
+  FROM rate_limit_stats WHERE limit_name ~ '^(sec|day)_(durable|memory)$' ORDER BY limit_name;
+
 SELECT rate_limit_drop(l || s)
   FROM unnest(ARRAY['sec_', 'day_', 'shr_']) AS l, unnest(ARRAY['durable', 'unlogged', 'memory']) AS s;
 RESET pg_ratelimit.fake_now;
