@@ -26,6 +26,7 @@ OBJS = \
 	extension/clock.o \
 	extension/config_relation.o \
 	extension/config_triggers.o \
+	extension/decide_key.o \
 	extension/define_functions.o \
 	extension/extension_event_trigger.o \
 	extension/extension_sql.o \
@@ -44,6 +45,7 @@ OBJS = \
 	extension/override_store.o \
 	extension/override_triggers.o \
 	extension/rate_limit_exceeded.o \
+	extension/request_all.o \
 	extension/request_functions.o \
 	extension/settle.o \
 	extension/state_access.o \

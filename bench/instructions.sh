@@ -4,7 +4,7 @@
 #   bench/instructions.sh [--no-install] [--fillfactor N] [SCRIPT[:PATH]...]
 #     SCRIPT: names from bench/pgbench/ (default: all of them), e.g. ext seed update, or
 #             `ext ext_gcra ext_fixed_window ext_sliding_window ext_calendar_month` for the algorithms beside
-#             the token bucket
+#             the token bucket, `ext ext_all1 ext_all2` for rate_limit_request_all with one and two limits
 #     :PATH   run the script with pg_ratelimit.access_path = PATH (direct, sql or auto) on its connection,
 #             e.g. `ext ext:sql seed` counts the direct path, the SQL path and the seed in one run
 #     --fillfactor N   rewrite rate_limit_state with this fillfactor first (ALTER TABLE + VACUUM FULL)
@@ -50,6 +50,7 @@ load_systems=select1
 for arg in "${scripts[@]}"; do
     case "${arg%%:*}" in
         ext_gcra | ext_fixed_window | ext_sliding_window | ext_calendar_month) load_systems+=",${arg%%:*}" ;;
+        ext_all2) load_systems+=",ext_gcra" ;;  # its second limit is ext_gcra's
     esac
 done
 

@@ -498,3 +498,37 @@ AS 'MODULE_PATHNAME', 'rate_limit_cleanup_batches' LANGUAGE C;
 COMMENT ON PROCEDURE @extschema@.rate_limit_cleanup_batches(text, bigint, bigint) IS
     'one complete rate_limit_cleanup pass in batches of batch_rows rows, committing after each; returns the rows deleted';
 REVOKE ALL ON PROCEDURE @extschema@.rate_limit_cleanup_batches FROM PUBLIC;
+
+-- ---------------------------------------------------------------------------------------------------------
+-- Several limits at once, all or nothing (extension/request_all.cpp): keys[i] under limit_names[i] for
+-- costs[i] (1 where costs or the element is NULL). Consumes from every limit only if every one allows;
+-- when one denies, nothing is consumed anywhere. Rows: position 0 first, the call's decision (allowed: all
+-- allowed; remaining: the smallest; retry_after and reset_after: the largest; shadow_denied: any), then one
+-- row per triple in the order given, each what it decided or, after a denial elsewhere, would have decided.
+-- Shadow limits never make it deny.
+CREATE FUNCTION @extschema@.rate_limit_request_all(keys text[], limit_names text[], costs float8[] DEFAULT NULL)
+RETURNS TABLE ("position" integer, key text, limit_name text, allowed boolean, remaining bigint,
+               retry_after interval, reset_after interval, shadow_denied boolean)
+AS 'MODULE_PATHNAME', 'rate_limit_request_all' LANGUAGE C VOLATILE SECURITY DEFINER ROWS 3;
+COMMENT ON FUNCTION @extschema@.rate_limit_request_all(text[], text[], float8[]) IS
+    'consumes costs[i] units of limit_names[i] for keys[i] for every i if all allow, else none: row 0 is the call''s decision, then one row per (key, limit) in order';
+
+-- Least privilege, as above: no grant but the owner's and PUBLIC's EXECUTE (it can only consume, like
+-- rate_limit_request), whatever default privileges the installing role has.
+DO $$
+DECLARE
+    member record;
+BEGIN
+    FOR member IN
+        SELECT CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(a.grantee::regrole::text) END AS grantee
+          FROM pg_catalog.pg_proc p
+          CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS a
+         WHERE p.oid = '@extschema@.rate_limit_request_all(text[], text[], float8[])'::pg_catalog.regprocedure
+           AND a.grantee <> p.proowner
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION @extschema@.rate_limit_request_all FROM %s',
+                                  member.grantee);
+    END LOOP;
+END
+$$;
+GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_request_all TO PUBLIC;

@@ -4,6 +4,7 @@
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
+#include "decide_key.hpp"
 #include "extension_sql.hpp"
 #include "limit_cache.hpp"
 #include "limit_kind.hpp"
@@ -17,35 +18,6 @@
 namespace pg_ratelimit {
 namespace {
 
-void require_cost_fits(const core::Limit &limit, double cost, const text *limit_name) {
-    if (core::validate_cost(limit, cost) != core::CostProblem::exceeds_capacity) return;
-    if (limit.shards > 1)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("cost %s exceeds the capacity %s of one of the %d shards of rate limit \"%s\"",
-                               number_text(cost), number_text(limit.capacity / limit.shards), limit.shards,
-                               text_to_cstring(limit_name)),
-                        errdetail("A request is served by one shard: such a request could never succeed."),
-                        errhint("Lower the cost, or define the limit with fewer shards or a larger capacity.")));
-    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                    errmsg("cost %s exceeds the capacity %s of rate limit \"%s\"", number_text(cost),
-                           number_text(limit.capacity), text_to_cstring(limit_name)),
-                    errdetail("Such a request could never succeed."),
-                    errhint("Lower the cost, or raise the limit's capacity with rate_limit_define().")));
-}
-
-// One key's decision; the cost has been checked against the limit.
-core::Outcome decide_key(const CallContext &context, const core::Limit &limit, text *limit_name, text *key,
-                         SettleMode mode, double cost, bool reserve) {
-    const core::Micros origin = core::key_origin(limit, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
-    core::Outcome outcome = settle(StateTarget{context.extension, context.schema, PointerGetDatum(limit_name),
-                                               PointerGetDatum(key), limit, origin},
-                                   limit, mode, cost, reserve, origin);
-    // Denied callers told to come back at spread-out instants (never earlier than they could succeed).
-    if (!outcome.allowed && limit.jitter > 0)
-        outcome.retry_after = core::jittered(limit, outcome.retry_after, pg_prng_uint64(&pg_global_prng_state));
-    return outcome;
-}
-
 // Arguments (key, limit_name, cost[, reserve]) -> rate_limit_decision.
 Datum decide(FunctionCallInfo fcinfo, SettleMode mode) {
     const CallContext context = call_context(fcinfo, true);
@@ -58,19 +30,6 @@ Datum decide(FunctionCallInfo fcinfo, SettleMode mode) {
         effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
     require_cost_fits(limit, cost, limit_name);
     return decision_datum(context, limit, decide_key(context, limit, limit_name, key, mode, cost, reserve));
-}
-
-// The elements of a one-dimensional text or float8 array (an empty array has none); NULL elements are
-// reported by `nulls`.
-int array_elements(ArrayType *array, Oid type, Datum **values, bool **nulls, const char *argname) {
-    if (ARR_NDIM(array) > 1)
-        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("%s must be a one-dimensional array", argname)));
-    int count = 0;
-    if (type == TEXTOID)
-        deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, values, nulls, &count);
-    else
-        deconstruct_array(array, FLOAT8OID, sizeof(float8), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, values, nulls, &count);
-    return count;
 }
 
 // rate_limit_request_many(keys, limit_name, costs) -> one row (key, position, decision) per key, in order.

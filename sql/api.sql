@@ -7,7 +7,7 @@ SELECT p.proname, pg_get_function_arguments(p.oid) AS arguments, pg_get_function
        p.prosecdef AS security_definer, p.provolatile AS volatility
   FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.classid = 'pg_proc'::regclass
   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_ratelimit'
- ORDER BY p.proname;
+ ORDER BY p.proname, arguments;  -- overloads (rate_limit_stats_reset) in a fixed order
 
 SELECT attname, format_type(atttypid, atttypmod)
   FROM pg_attribute WHERE attrelid = 'rate_limit_decision'::regclass AND attnum > 0 ORDER BY attnum;

@@ -10,6 +10,8 @@ SELECT rate_limit_define('priv', rate => 2, period => '1 hour');
 SET ROLE regress_rl_app;
 SELECT allowed, remaining FROM rate_limit_request('u', 'priv');
 SELECT allowed, remaining FROM rate_limit_check('u', 'priv');
+-- (denied as a whole: the second unit is not there, so the first is not taken either)
+SELECT position, allowed, remaining FROM rate_limit_request_all(ARRAY['u', 'u'], ARRAY['priv', 'priv']);
 SELECT allowed, remaining FROM rate_limit_refund('u', 'priv');
 SELECT rate_limit_reset('u', 'priv');
 SELECT name, rate FROM rate_limit_config WHERE name = 'priv';
@@ -50,15 +52,23 @@ REVOKE EXECUTE ON FUNCTION rate_limit_cleanup FROM regress_rl_app;
 -- The README's lockdown of who may be limited at all covers every function that consumes units (and
 -- rate_limit_policy, which tells the numbers a key is limited to).
 REVOKE EXECUTE ON FUNCTION rate_limit_request(text, text, float8, boolean), rate_limit_request_many(text[], text, float8[]),
-    rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8), rate_limit_policy(text, text) FROM PUBLIC;
+    rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8), rate_limit_policy(text, text),
+    rate_limit_request_all(text[], text[], float8[]) FROM PUBLIC;
 SET ROLE regress_rl_app;
 SELECT limited FROM rate_limit_throttle('u', 'priv');
 SELECT allowed FROM rate_limit_request('u', 'priv');
 SELECT count(*) FROM rate_limit_request_many(ARRAY['u'], 'priv');
 SELECT rate FROM rate_limit_policy('u', 'priv');
+SELECT count(*) FROM rate_limit_request_all(ARRAY['u'], ARRAY['priv']);
 RESET ROLE;
 GRANT EXECUTE ON FUNCTION rate_limit_request(text, text, float8, boolean), rate_limit_request_many(text[], text, float8[]),
-    rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8), rate_limit_policy(text, text) TO PUBLIC;
+    rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8), rate_limit_policy(text, text),
+    rate_limit_request_all(text[], text[], float8[]) TO PUBLIC;
+-- rate_limit_request_all only consumes, like rate_limit_request: PUBLIC may call it, and no one else holds a
+-- grant on it but its owner, whatever default privileges the installing role had.
+SELECT a.grantee = 0 AS to_public, a.privilege_type
+  FROM pg_proc p, aclexplode(p.proacl) AS a
+ WHERE p.oid = 'rate_limit_request_all(text[], text[], float8[])'::regprocedure AND a.grantee <> p.proowner;
 
 -- Per-key tiers: setting and dropping overrides is for administrators, like rate_limit_define (42501
 -- otherwise). rate_limit_override is not readable by PUBLIC (it tells every customer's plan); anyone may

@@ -101,6 +101,9 @@ SELECT k AS key, p.rate FROM unnest(ARRAY['vip', 'k2']) AS k, LATERAL ratelimit.
 SELECT ratelimit.rate_limit_override('vip2', 'r', 60);
 SELECT ratelimit.rate_limit_override_drop('vip2', 'r');
 SELECT limit_name, key, rate FROM ratelimit.rate_limit_override ORDER BY key;
+-- rate_limit_request_all too, granted and denied (its internal subtransaction rolled back).
+SELECT position, key, allowed FROM ratelimit.rate_limit_request_all(ARRAY['k3', 'vip'], ARRAY['r', 'r']);
+SELECT position, key, allowed FROM ratelimit.rate_limit_request_all(ARRAY['k3', 'vip'], ARRAY['r', 'r'], ARRAY[1, 50]);
 
 -- Nothing reached the attacker's tables, no trigger of theirs ran, and they are no superuser.
 SELECT who, what FROM lim.stolen;

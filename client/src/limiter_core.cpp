@@ -81,6 +81,30 @@ std::vector<Decision> LimiterCore::in_transaction_many(pqxx::transaction_base &t
     return decisions;
 }
 
+AllDecision LimiterCore::pooled_all(const AllArgs &args) {
+    AllDecision all;
+    run_pooled(false, [&](pqxx::transaction_base &tx) {
+        all = statements_.run_all_prepared(tx, args);
+        for (std::size_t i = 0; i < all.decisions.size(); ++i) {
+            const LimitRequest &request = args.requests[i];
+            all.decisions[i].policy = policies_.get(request.limit, request.key, [&] {
+                return statements_.policy_prepared(tx, request.limit, request.key);
+            });
+        }
+    });
+    return all;
+}
+
+AllDecision LimiterCore::in_transaction_all(pqxx::transaction_base &tx, const AllArgs &args) {
+    AllDecision all = statements_.run_all_unprepared(tx, args);
+    for (std::size_t i = 0; i < all.decisions.size(); ++i) {
+        const LimitRequest &request = args.requests[i];
+        all.decisions[i].policy = policies_.get(
+            request.limit, request.key, [&] { return statements_.policy_unprepared(tx, request.limit, request.key); });
+    }
+    return all;
+}
+
 RetryStats LimiterCore::stats() const {
     RetryStats stats;
     stats.retries = counters_.retries.load();

@@ -32,6 +32,11 @@ class LimiterCore {
     std::vector<Decision> pooled_many(const BatchArgs &args);
     std::vector<Decision> in_transaction_many(pqxx::transaction_base &tx, const BatchArgs &args);
 
+    // rate_limit_request_all, pooled (retried as a request) or in the caller's transaction (never retried);
+    // each request's decision with its limit's policy (the overall one has none).
+    AllDecision pooled_all(const AllArgs &args);
+    AllDecision in_transaction_all(pqxx::transaction_base &tx, const AllArgs &args);
+
     RetryStats stats() const;
     const Options &options() const { return options_; }
 

@@ -5,6 +5,7 @@
 #include <pqxx/except>
 #include <pqxx/result>
 
+#include "all_rows.hpp"
 #include "decision_rows.hpp"
 #include "seconds_text.hpp"
 #include "translate.hpp"
@@ -16,6 +17,7 @@ const char *const STATEMENT_NAMES[CALL_COUNT] = {"pg_ratelimit_request", "pg_rat
                                                  "pg_ratelimit_reset",   "pg_ratelimit_enforce", "pg_ratelimit_settle"};
 const char *const POLICY_STATEMENT_NAME = "pg_ratelimit_policy";
 const char *const MANY_STATEMENT_NAME = "pg_ratelimit_request_many";
+const char *const ALL_STATEMENT_NAME = "pg_ratelimit_request_all";
 
 std::size_t index(Call call) { return static_cast<std::size_t>(call); }
 
@@ -100,6 +102,7 @@ Statements::Statements(const std::string &schema) {
         "SELECT r.key, r.\"position\", r.allowed, r.remaining, extract(epoch FROM r.retry_after),"
         " extract(epoch FROM r.reset_after), r.shadow_denied FROM " +
         prefix + "rate_limit_request_many($1::text[], $2::text, $3::float8[]) AS r";
+    all_sql_ = request_all_sql(prefix);
     // The key's own numbers (per-key tiers: rate_limit_policy), and whether the limit has overrides at all
     // (policy_cache.hpp). Through the limit's row, as the caller's snapshot sees it: a limit whose row is
     // not visible gives no row (an unknown policy), never an error that would abort the caller's
@@ -129,6 +132,7 @@ void Statements::prepare_on(pqxx::connection_base &connection) const {
         // working for single keys where rate_limit_request_many is missing (a schema of wrappers that
         // lacks it, as Options::schema allows): request_many alone then throws ExtensionMissing (42883).
         connection.prepare(MANY_STATEMENT_NAME, many_sql_);
+        connection.prepare(ALL_STATEMENT_NAME, all_sql_);  // the same, for rate_limit_request_all
     });
 }
 
@@ -150,6 +154,20 @@ std::vector<Decision> Statements::run_many_prepared(pqxx::transaction_base &tx, 
 
 std::vector<Decision> Statements::run_many_unprepared(pqxx::transaction_base &tx, const BatchArgs &args) const {
     return execute_many(args, [&](auto &&...params) { return tx.exec_params(many_sql_, params...); });
+}
+
+AllDecision Statements::run_all_prepared(pqxx::transaction_base &tx, const AllArgs &args) const {
+    return all_decision_from_rows(
+        with_typed_errors(
+            [&] { return tx.exec_prepared(ALL_STATEMENT_NAME, args.keys_param, args.limits_param, args.costs_param); }),
+        args.requests);
+}
+
+AllDecision Statements::run_all_unprepared(pqxx::transaction_base &tx, const AllArgs &args) const {
+    return all_decision_from_rows(
+        with_typed_errors(
+            [&] { return tx.exec_params(all_sql_, args.keys_param, args.limits_param, args.costs_param); }),
+        args.requests);
 }
 
 PolicyRead Statements::policy_prepared(pqxx::transaction_base &tx, const std::string &limit,

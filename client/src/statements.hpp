@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pg_ratelimit/all_decision.hpp"
 #include "pg_ratelimit/decision.hpp"
 #include "policy_cache.hpp"
 
@@ -35,6 +36,15 @@ struct BatchArgs {
     const std::string &limit;
     pqxx::binarystring keys_param;
     std::optional<pqxx::binarystring> costs_param{};
+};
+
+// rate_limit_request_all's call: the requests as given, and the three array parameters encoded once for
+// every attempt.
+struct AllArgs {
+    const std::vector<LimitRequest> &requests;
+    pqxx::binarystring keys_param;
+    pqxx::binarystring limits_param;
+    pqxx::binarystring costs_param;
 };
 
 // check and reset change nothing, or nothing more when repeated: they may run in autocommit mode and
@@ -67,6 +77,11 @@ class Statements {
     std::vector<Decision> run_many_prepared(pqxx::transaction_base &tx, const BatchArgs &args) const;
     std::vector<Decision> run_many_unprepared(pqxx::transaction_base &tx, const BatchArgs &args) const;
 
+    // rate_limit_request_all in tx, prepared or one-off as above (all_rows.hpp checks the rows against the
+    // requests), policies left empty.
+    AllDecision run_all_prepared(pqxx::transaction_base &tx, const AllArgs &args) const;
+    AllDecision run_all_unprepared(pqxx::transaction_base &tx, const AllArgs &args) const;
+
     // The key's rate, period and capacity under the limit (its override, if it has one:
     // rate_limit_policy), and whether the limit has any override, as tx sees them; no policy without a
     // visible row of the limit. Prepared, or one-off on the caller's connections, as above.
@@ -76,6 +91,7 @@ class Statements {
   private:
     std::string sql_[CALL_COUNT];  // by Call
     std::string many_sql_;
+    std::string all_sql_;
     std::string policy_sql_;
 };
 

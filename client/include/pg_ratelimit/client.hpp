@@ -14,6 +14,7 @@
 // - errors.hpp       InvalidArgument, UnknownLimit, ExtensionMissing, PoolTimeout
 #pragma once
 
+#include "pg_ratelimit/all_decision.hpp"
 #include "pg_ratelimit/decision.hpp"
 #include "pg_ratelimit/errors.hpp"
 #include "pg_ratelimit/limiter.hpp"

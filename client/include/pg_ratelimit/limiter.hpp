@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "pg_ratelimit/all_decision.hpp"
 #include "pg_ratelimit/decision.hpp"
 #include "pg_ratelimit/lease.hpp"
 #include "pg_ratelimit/reservation.hpp"
@@ -137,6 +138,20 @@ class Limiter {
                                                      const std::string &limit = "default");
     [[nodiscard]] std::vector<Decision> request_many(pqxx::transaction_base &tx, const std::vector<std::string> &keys,
                                                      const std::string &limit, const std::vector<double> &costs);
+
+    // Several limits at once, all or nothing (rate_limit_request_all): consumes requests[i].cost units of
+    // requests[i].limit for requests[i].key for every i if every one allows, and nothing anywhere otherwise
+    // (for memory limits too). AllDecision::overall says which; decisions[i] is requests[i]'s.
+    // - Deadlock-free whatever order concurrent callers give the requests in: the server locks the rows
+    //   in one canonical order. Under REPEATABLE READ and SERIALIZABLE a concurrent consumption still
+    //   raises 40001: the pooled overload retries it like request(), the in-transaction one throws.
+    // - Bad input (an unknown limit, a cost above a key's capacity, a key over 1024 bytes, ...) throws
+    //   before anything is consumed; a key or limit with a NUL byte throws InvalidArgument before
+    //   anything is sent; an empty requests throws std::invalid_argument (all of nothing is a mistake).
+    // - Every request's decision carries its limit's policy, as request()'s; the overall decision none.
+    // - No reservations here; shadow limits never make the call deny.
+    [[nodiscard]] AllDecision request_all(const std::vector<LimitRequest> &requests);
+    [[nodiscard]] AllDecision request_all(pqxx::transaction_base &tx, const std::vector<LimitRequest> &requests);
 
     // The decision request() would return now, consuming nothing and writing nothing
     // (rate_limit_check); so `remaining` is what such a request would leave.
