@@ -8,9 +8,9 @@
 // Window k of a calendar opens at local midnight of its first day, at the instant B(k) the zone maps that
 // local time to: a midnight that a daylight-saving gap skips is read with the offset before the gap (the
 // end of the gap when the gap starts at midnight, as everywhere so far), and one that a fall-back repeats
-// maps to its later occurrence (PostgreSQL's rule, the instant of `timestamp '...' AT TIME ZONE zone`). An instant t is in the window k with B(k) <= t < B(k + 1).
-// Windows are numbered from 2000-01-01 (days; months: from January 2000) and from Monday 2000-01-03
-// (weeks), so '3 months' are calendar quarters and '2 weeks' start on every other Monday.
+// maps to its later occurrence (PostgreSQL's rule, the instant of `timestamp '...' AT TIME ZONE zone`). An instant t is
+// in the window k with B(k) <= t < B(k + 1). Windows are numbered from 2000-01-01 (days; months: from January 2000) and
+// from Monday 2000-01-03 (weeks), so '3 months' are calendar quarters and '2 weeks' start on every other Monday.
 #pragma once
 
 #include <cstdint>
