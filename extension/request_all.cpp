@@ -32,6 +32,7 @@
 #include "cpp_boundary.hpp"
 #include "decide_key.hpp"
 #include "limit_cache.hpp"
+#include "limit_kind.hpp"
 #include "memory_state.hpp"
 #include "override_cache.hpp"
 
@@ -121,7 +122,7 @@ Triple *checked_triples(const CallContext &context, FunctionCallInfo fcinfo, int
         require_key_length(triple.key);
         triple.cost = costs == nullptr || cost_nulls[i] ? 1.0 : DatumGetFloat8(costs[i]);
         require_valid_cost(triple.cost);
-        triple.limit = effective_limit(context, limit_lookup(context.extension, context.schema, triple.limit_name),
+        triple.limit = effective_limit(context, rate_limit_lookup(context.extension, context.schema, triple.limit_name),
                                        triple.limit_name, triple.key);
         require_cost_fits(triple.limit, triple.cost, triple.limit_name);
         // Before any entry is taken, rather than at the first memory triple, after others were.

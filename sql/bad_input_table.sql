@@ -743,6 +743,8 @@ INSERT INTO lease_cases (fn, arg, label, statement) VALUES
      $$SELECT rate_limit_settle('half', 'cc', 1, 1)::text$$),
     ('rate_limit_request_many', 'limit_name', 'the concurrency limit cc',
      $$SELECT count(*)::text FROM rate_limit_request_many(ARRAY['half'], 'cc')$$),
+    ('rate_limit_request_all', 'limit_names', 'the concurrency limit cc (second)',
+     $$SELECT count(*)::text FROM rate_limit_request_all(ARRAY['half', 'half'], ARRAY['tb', 'cc'])$$),
     ('rate_limit_override', 'rate', '2.5 slots on cc', $$SELECT rate_limit_override('half', 'cc', 2.5)::text$$),
     ('rate_limit_override', 'rate', '10001 slots on cc', $$SELECT rate_limit_override('half', 'cc', 10001)::text$$),
     ('rate_limit_override', 'capacity', '3 for 3 slots on cc',
