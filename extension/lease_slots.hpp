@@ -23,13 +23,16 @@
 #pragma once
 
 #include "core/leases.hpp"
+#include "limit_lock.hpp"
 #include "postgres_headers.hpp"
 
 namespace pg_ratelimit {
 
-inline constexpr uint16 LEASE_TRANSACTION_MARKER = 21068;  // pg_locks.objsubid of a transaction lease
-inline constexpr uint16 LEASE_SESSION_MARKER = 21069;      // ... of a session lease
-inline constexpr uint16 LEASE_MUTEX_MARKER = 21070;        // ... of a key's mutex, held during an acquire
+inline constexpr uint16 LEASE_TRANSACTION_MARKER = 21069;  // pg_locks.objsubid of a transaction lease
+inline constexpr uint16 LEASE_SESSION_MARKER = 21070;      // ... of a session lease
+inline constexpr uint16 LEASE_MUTEX_MARKER = 21071;        // ... of a key's mutex, held during an acquire
+// Distinct from the limit lock's (21068): pg_locks must tell a lease from a define's or cleanup's lock.
+static_assert(LEASE_TRANSACTION_MARKER > LIMIT_LOCK_MARKER && LEASE_MUTEX_MARKER > LIMIT_LOCK_MARKER);
 
 enum class LeaseScope { transaction, session };
 

@@ -3,12 +3,11 @@
 namespace pg_ratelimit {
 
 bool lock_limit(const text *name, LOCKMODE mode, bool wait) {
-    constexpr uint16 PG_RATELIMIT_LOCK_FIELD = 0x524C;  // "RL"
     const uint64 hash = DatumGetUInt64(
         hash_any_extended(reinterpret_cast<const unsigned char *>(VARDATA_ANY(name)), VARSIZE_ANY_EXHDR(name), 0));
     LOCKTAG tag;
     SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(hash >> 32), static_cast<uint32>(hash),
-                         PG_RATELIMIT_LOCK_FIELD);
+                         LIMIT_LOCK_MARKER);
     return LockAcquire(&tag, mode, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
 }
 

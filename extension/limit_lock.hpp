@@ -15,6 +15,9 @@
 #include "postgres_headers.hpp"
 
 namespace pg_ratelimit {
+// field4 of the limit lock's advisory tag (pg_locks.objsubid): "RL". Leases use the next three values
+// (lease_slots.hpp).
+inline constexpr uint16 LIMIT_LOCK_MARKER = 0x524C;
 
 // ShareLock or ExclusiveLock; returns false instead of waiting when `wait` is false and the lock is taken.
 bool lock_limit(const text *name, LOCKMODE mode, bool wait = true);

@@ -450,7 +450,7 @@ GRANT SELECT ON @extschema@.rate_limit_stats TO PUBLIC;
 -- key are in flight at once (its rate: the number of slots). A lease is a lock in PostgreSQL's lock manager
 -- (extension/lease_slots.hpp): a transaction lease ends at COMMIT or ROLLBACK, a session lease at
 -- rate_limit_release, at session end or once it has been held for the limit's period; both end when their
--- backend dies. pg_locks shows them as advisory locks with objsubid 21068 (transaction) or 21069 (session).
+-- backend dies. pg_locks shows them as advisory locks with objsubid 21069 (transaction) or 21070 (session).
 CREATE FUNCTION @extschema@.rate_limit_acquire(key text, limit_name text, scope text DEFAULT 'transaction')
 RETURNS @extschema@.rate_limit_decision
 AS 'MODULE_PATHNAME', 'rate_limit_acquire' LANGUAGE C VOLATILE SECURITY DEFINER;

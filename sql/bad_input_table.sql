@@ -792,9 +792,9 @@ SELECT count(*) AS lease_cases, count(*) FILTER (WHERE outcome NOT LIKE 'ok%') A
   FROM lease_results;
 SELECT left(outcome, 5) AS sqlstate, count(*) FROM lease_results WHERE outcome NOT LIKE 'ok%' GROUP BY 1 ORDER BY 1;
 -- The session leases the valid cases took, then none.
-SELECT count(*) AS session_leases FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21069 AND pid = pg_backend_pid();
+SELECT count(*) AS session_leases FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21070 AND pid = pg_backend_pid();
 SELECT pg_advisory_unlock_all();
-SELECT count(*) AS leases FROM pg_locks WHERE locktype = 'advisory' AND objsubid IN (21068, 21069);
+SELECT count(*) AS leases FROM pg_locks WHERE locktype = 'advisory' AND objsubid IN (21069, 21070);
 SELECT rate_limit_drop('cc');
 
 SELECT rate_limit_drop('tb');

@@ -6,9 +6,9 @@ SET timezone = 'UTC';
 SET datestyle = 'ISO';
 SET intervalstyle = 'postgres';
 SET pg_ratelimit.fake_now = '2026-01-01 00:00:00';
--- This session's leases, as pg_locks shows them (objsubid 21068: transaction, 21069: session).
+-- This session's leases, as pg_locks shows them (objsubid 21069: transaction, 21070: session).
 CREATE FUNCTION pg_temp.my_leases(OUT transaction_leases bigint, OUT session_leases bigint) LANGUAGE sql AS $$
-    SELECT count(*) FILTER (WHERE objsubid = 21068), count(*) FILTER (WHERE objsubid = 21069)
+    SELECT count(*) FILTER (WHERE objsubid = 21069), count(*) FILTER (WHERE objsubid = 21070)
       FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
 $$;
 
@@ -16,6 +16,13 @@ $$;
 SELECT rate_limit_define('exports', rate => 2, period => '8 hours', algorithm => 'concurrency');
 SELECT algorithm, rate, period, capacity, max_reserved, shards, storage FROM rate_limit_config WHERE name = 'exports';
 SELECT * FROM rate_limit_policy('acme', 'exports');
+-- A define holds the limit's lock (objsubid 21068) until it commits: pg_locks never shows it as a lease.
+BEGIN;
+SELECT rate_limit_define('exports', rate => 2, period => '8 hours', algorithm => 'concurrency');
+SELECT allowed FROM rate_limit_acquire('acme', 'exports');
+SELECT count(*) FILTER (WHERE objsubid = 21068) AS limit_locks, (pg_temp.my_leases()).*
+  FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted;
+ROLLBACK;
 
 -- Transaction leases: two holders, then denial. remaining is the free slots after the call; a denial's
 -- retry_after is one band (period / 8: when a transaction lease ends is unknown); reset_after counts session

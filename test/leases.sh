@@ -34,7 +34,7 @@ check() {
 q() { psql -X -At -q -v ON_ERROR_STOP=1 "$@"; }
 # The leases held in this database: "transaction,session".
 leases() {
-    q -c "SELECT count(*) FILTER (WHERE objsubid = 21068) || ',' || count(*) FILTER (WHERE objsubid = 21069)
+    q -c "SELECT count(*) FILTER (WHERE objsubid = 21069) || ',' || count(*) FILTER (WHERE objsubid = 21070)
             FROM pg_locks WHERE locktype = 'advisory' AND granted
              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
 }
@@ -55,7 +55,7 @@ start_holder() {
     q -c "SELECT rate_limit_acquire('$key', 'exports', 'session')" \
       -c "BEGIN" -c "SELECT rate_limit_acquire('$key', 'exports')" -c "SELECT pg_sleep(600)" >/dev/null 2>&1 &
     HOLDER_PID=$!
-    wait_for "SELECT count(*) FROM pg_locks WHERE objsubid IN (21068, 21069) AND granted AND pid <> pg_backend_pid()" 2 ||
+    wait_for "SELECT count(*) FROM pg_locks WHERE objsubid IN (21069, 21070) AND granted AND pid <> pg_backend_pid()" 2 ||
         fail "the holder's leases never showed"
 }
 backend_of_holder() {
@@ -69,7 +69,7 @@ q -c "CREATE EXTENSION pg_ratelimit" -c "SELECT rate_limit_define('exports', 2, 
 
 # 1. Session end.
 check "a session lease while its session lives" \
-    "$(q -c "SELECT (rate_limit_acquire('s', 'exports', 'session')).allowed" -c "SELECT count(*) FROM pg_locks WHERE objsubid = 21069")" \
+    "$(q -c "SELECT (rate_limit_acquire('s', 'exports', 'session')).allowed" -c "SELECT count(*) FROM pg_locks WHERE objsubid = 21070")" \
     "$(printf 't\n1')"
 check "no lease after the session ended" "$(leases)" "0,0"
 
@@ -107,7 +107,7 @@ check "released by ROLLBACK PREPARED" "$(acquire p exports)" "t,1"
 check "PREPARE with a session lease held too" \
     "$(q -c "SELECT (rate_limit_acquire('p', 'exports', 'session')).allowed" -c "BEGIN" \
          -c "SELECT (rate_limit_acquire('p', 'exports')).allowed" -c "PREPARE TRANSACTION 'mixed'" \
-         -c "SELECT count(*) FROM pg_locks WHERE objsubid IN (21068, 21069) AND granted")" "$(printf 't\nt\n2')"
+         -c "SELECT count(*) FROM pg_locks WHERE objsubid IN (21069, 21070) AND granted")" "$(printf 't\nt\n2')"
 check "the session lease went with its session, the prepared one stays" "$(leases)" "1,0"
 q -c "COMMIT PREPARED 'mixed'"
 
@@ -131,13 +131,13 @@ q -c "CREATE FUNCTION most_held(samples int) RETURNS int LANGUAGE plpgsql AS \$\
 DECLARE most int := 0; n int;
 BEGIN
     FOR i IN 1..samples LOOP
-        -- Backends holding a lease, except the one searching (holding the key's mutex, objsubid 21070):
+        -- Backends holding a lease, except the one searching (holding the key's mutex, objsubid 21071):
         -- its probes take each free tag for a moment. Each client holds at most one lease at a time. One
         -- read of pg_locks (MATERIALIZED): a second read could miss the mutex of a search that a first
         -- read caught probing.
         WITH l AS MATERIALIZED (SELECT pid, objsubid FROM pg_locks WHERE locktype = 'advisory' AND granted)
         SELECT count(DISTINCT pid) INTO n FROM l
-         WHERE objsubid IN (21068, 21069) AND pid NOT IN (SELECT pid FROM l WHERE objsubid = 21070);
+         WHERE objsubid IN (21069, 21070) AND pid NOT IN (SELECT pid FROM l WHERE objsubid = 21071);
         most := greatest(most, n);
         PERFORM pg_sleep(0.0005);
     END LOOP;
