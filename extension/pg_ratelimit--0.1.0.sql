@@ -247,45 +247,6 @@ CREATE VIEW @extschema@.rate_limit_storage AS
 COMMENT ON VIEW @extschema@.rate_limit_storage IS
     'pg_ratelimit: entries and bytes held by each storage mode (memory: also capacity and evictions)';
 
--- Least privilege. First, whatever ALTER DEFAULT PRIVILEGES of the installing role granted on what this
--- script created is taken back: only the owner keeps rights on the extension's tables and functions.
-DO $$
-DECLARE
-    member record;
-BEGIN
-    FOR member IN
-        SELECT DISTINCT CASE d.classid WHEN 'pg_catalog.pg_proc'::regclass THEN 'FUNCTION ' || d.objid::regprocedure::text
-                                       ELSE 'TABLE ' || d.objid::regclass::text END AS object,
-               CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(a.grantee::regrole::text) END AS grantee
-          FROM pg_catalog.pg_depend d
-          JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_ratelimit'
-          LEFT JOIN pg_catalog.pg_proc p ON d.classid = 'pg_catalog.pg_proc'::regclass AND p.oid = d.objid
-          LEFT JOIN pg_catalog.pg_class c ON d.classid = 'pg_catalog.pg_class'::regclass AND c.oid = d.objid
-          CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(p.proacl, c.relacl)) AS a
-         WHERE d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e'
-           AND a.grantee <> coalesce(p.proowner, c.relowner)
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', member.object, member.grantee);
-    END LOOP;
-END
-$$;
-
--- Then: everyone may use limits (request, check), since neither can raise anyone's allowance. Giving
--- units back (refund, reset), defining limits and cleaning up need a GRANT EXECUTE: an application role
--- that uses reservations needs rate_limit_refund. The trigger functions are for the extension's own table
--- (firing a trigger checks no privilege).
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_define, @extschema@.rate_limit_drop, @extschema@.rate_limit_refund,
-                       @extschema@.rate_limit_reset, @extschema@.rate_limit_cleanup, @extschema@.rate_limit_memory_usage,
-                       @extschema@.rate_limit_config_changed, @extschema@.rate_limit_config_row,
-                       @extschema@.rate_limit_extension_changed FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_request, @extschema@.rate_limit_request_many,
-                          @extschema@.rate_limit_check TO PUBLIC;
-GRANT SELECT ON @extschema@.rate_limit_config TO PUBLIC;
--- rate_limit_enforce can only consume, like rate_limit_request; rate_limit_settle gives units back, like
--- rate_limit_refund.
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_settle FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_enforce TO PUBLIC;
-
 -- ---------------------------------------------------------------------------------------------------------
 -- Per-key tiers: an override gives one key other numbers (rate, capacity, max_reserved) for a named limit;
 -- everything else stays the limit's. Change them with rate_limit_override() / rate_limit_override_drop().
@@ -352,35 +313,6 @@ AS 'MODULE_PATHNAME', 'rate_limit_policy' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_policy(text, text) IS
     'the numbers key is decided under for the limit (its override, if it has one; max_reserved NULL: unlimited), whether the limit has any override, and a calendar''s zone (its period: the window in progress)';
 
--- Least privilege, as above for the rest (this block's objects were created after that one ran).
-DO $$
-DECLARE
-    member record;
-BEGIN
-    FOR member IN
-        SELECT DISTINCT CASE WHEN p.oid IS NOT NULL THEN 'FUNCTION ' || p.oid::regprocedure::text
-                             ELSE 'TABLE ' || c.oid::regclass::text END AS object,
-               CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(a.grantee::regrole::text) END AS grantee
-          FROM pg_catalog.pg_depend d
-          JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_ratelimit'
-          LEFT JOIN pg_catalog.pg_proc p ON d.classid = 'pg_catalog.pg_proc'::regclass AND p.oid = d.objid
-                    AND p.proname IN ('rate_limit_override', 'rate_limit_override_drop', 'rate_limit_policy',
-                                      'rate_limit_override_changed')
-          LEFT JOIN pg_catalog.pg_class c ON d.classid = 'pg_catalog.pg_class'::regclass AND c.oid = d.objid
-                    AND c.relname = 'rate_limit_override'
-          CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(p.proacl, c.relacl)) AS a
-         WHERE d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e'
-           AND (p.oid IS NOT NULL OR c.oid IS NOT NULL)
-           AND a.grantee <> coalesce(p.proowner, c.relowner)
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', member.object, member.grantee);
-    END LOOP;
-END
-$$;
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_override, @extschema@.rate_limit_override_drop,
-                       @extschema@.rate_limit_override_changed FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_policy TO PUBLIC;
-
 -- ---------------------------------------------------------------------------------------------------------
 -- Statistics (extension/stats.hpp): per-limit counters since the last reset, kept in shared memory, so
 -- they need shared_preload_libraries = 'pg_ratelimit' (without it, reading them or resetting raises 55000;
@@ -417,34 +349,6 @@ RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_stats_reset' LANGUAGE C VOLATILE 
 COMMENT ON FUNCTION @extschema@.rate_limit_stats_reset() IS
     'removes every limit''s statistics row of this database and zeroes the overflow row (shared by every database)';
 
--- Least privilege, as above for the rest (this block's objects were created after those ran).
-DO $$
-DECLARE
-    member record;
-BEGIN
-    FOR member IN
-        SELECT DISTINCT CASE WHEN p.oid IS NOT NULL THEN 'FUNCTION ' || p.oid::regprocedure::text
-                             ELSE 'TABLE ' || c.oid::regclass::text END AS object,
-               CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(a.grantee::regrole::text) END AS grantee
-          FROM pg_catalog.pg_depend d
-          JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_ratelimit'
-          LEFT JOIN pg_catalog.pg_proc p ON d.classid = 'pg_catalog.pg_proc'::regclass AND p.oid = d.objid
-                    AND p.proname IN ('rate_limit_stats_rows', 'rate_limit_stats_reset')
-          LEFT JOIN pg_catalog.pg_class c ON d.classid = 'pg_catalog.pg_class'::regclass AND c.oid = d.objid
-                    AND c.relname = 'rate_limit_stats'
-          CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(p.proacl, c.relacl)) AS a
-         WHERE d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e'
-           AND (p.oid IS NOT NULL OR c.oid IS NOT NULL)
-           AND a.grantee <> coalesce(p.proowner, c.relowner)
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', member.object, member.grantee);
-    END LOOP;
-END
-$$;
-REVOKE ALL ON FUNCTION @extschema@.rate_limit_stats_reset(text), @extschema@.rate_limit_stats_reset() FROM PUBLIC;
-GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_stats_rows TO PUBLIC;
-GRANT SELECT ON @extschema@.rate_limit_stats TO PUBLIC;
-
 -- ---------------------------------------------------------------------------------------------------------
 -- Concurrency limits (leases): a limit defined with algorithm => 'concurrency' bounds how many holders of a
 -- key are in flight at once (its rate: the number of slots). A lease is a lock in PostgreSQL's lock manager
@@ -462,29 +366,6 @@ RETURNS boolean AS 'MODULE_PATHNAME', 'rate_limit_release' LANGUAGE C VOLATILE S
 COMMENT ON FUNCTION @extschema@.rate_limit_release(text, text) IS
     'releases this session''s oldest session lease of key under the limit; false if it holds none (transaction leases end with their transaction)';
 
--- Least privilege, as above: nothing but the owner's rights, then EXECUTE for everyone. Acquiring can only
--- take a slot, like rate_limit_request can only consume; releasing frees only the caller's own lease.
-DO $$
-DECLARE
-    member record;
-BEGIN
-    FOR member IN
-        SELECT DISTINCT 'FUNCTION ' || p.oid::regprocedure::text AS object,
-               CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(a.grantee::regrole::text) END AS grantee
-          FROM pg_catalog.pg_depend d
-          JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'pg_ratelimit'
-          JOIN pg_catalog.pg_proc p ON d.classid = 'pg_catalog.pg_proc'::regclass AND p.oid = d.objid
-                    AND p.proname IN ('rate_limit_acquire', 'rate_limit_release')
-          CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS a
-         WHERE d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e'
-           AND a.grantee <> p.proowner
-    LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', member.object, member.grantee);
-    END LOOP;
-END
-$$;
-GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_acquire, @extschema@.rate_limit_release TO PUBLIC;
-
 -- ---------------------------------------------------------------------------------------------------------
 -- Bounded cleanup for schedulers (extension/cleanup_batches.cpp): one complete pass as short transactions,
 -- rate_limit_cleanup(limit_name, batch_rows) then COMMIT, until the pass ends. Not SECURITY DEFINER (such a
@@ -497,7 +378,6 @@ CREATE PROCEDURE @extschema@.rate_limit_cleanup_batches(limit_name text DEFAULT 
 AS 'MODULE_PATHNAME', 'rate_limit_cleanup_batches' LANGUAGE C;
 COMMENT ON PROCEDURE @extschema@.rate_limit_cleanup_batches(text, bigint, bigint) IS
     'one complete rate_limit_cleanup pass in batches of batch_rows rows, committing after each; returns the rows deleted';
-REVOKE ALL ON PROCEDURE @extschema@.rate_limit_cleanup_batches FROM PUBLIC;
 
 -- ---------------------------------------------------------------------------------------------------------
 -- Several limits at once, all or nothing (extension/request_all.cpp): keys[i] under limit_names[i] for
@@ -513,22 +393,53 @@ AS 'MODULE_PATHNAME', 'rate_limit_request_all' LANGUAGE C VOLATILE SECURITY DEFI
 COMMENT ON FUNCTION @extschema@.rate_limit_request_all(text[], text[], float8[]) IS
     'consumes costs[i] units of limit_names[i] for keys[i] for every i if all allow, else none: row 0 is the call''s decision, then one row per (key, limit) in order';
 
--- Least privilege, as above: no grant but the owner's and PUBLIC's EXECUTE (it can only consume, like
--- rate_limit_request), whatever default privileges the installing role has.
+-- ---------------------------------------------------------------------------------------------------------
+-- Least privilege, in one place, after every object exists. First, whatever ALTER DEFAULT PRIVILEGES of the
+-- installing role granted on what this script created is taken back: only the owner keeps rights on the
+-- extension's tables, views and routines (a NULL ACL, PostgreSQL's default, holds no such grant).
 DO $$
 DECLARE
     member record;
 BEGIN
     FOR member IN
-        SELECT CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE quote_ident(a.grantee::regrole::text) END AS grantee
-          FROM pg_catalog.pg_proc p
-          CROSS JOIN LATERAL pg_catalog.aclexplode(p.proacl) AS a
-         WHERE p.oid = '@extschema@.rate_limit_request_all(text[], text[], float8[])'::pg_catalog.regprocedure
-           AND a.grantee <> p.proowner
+        SELECT DISTINCT CASE WHEN p.oid IS NOT NULL THEN 'ROUTINE ' || p.oid::pg_catalog.regprocedure::text
+                             ELSE 'TABLE ' || c.oid::pg_catalog.regclass::text END AS object,
+               CASE a.grantee WHEN 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::text) END
+                   AS grantee
+          FROM pg_catalog.pg_depend d
+          LEFT JOIN pg_catalog.pg_proc p ON d.classid = 'pg_catalog.pg_proc'::pg_catalog.regclass AND p.oid = d.objid
+          LEFT JOIN pg_catalog.pg_class c ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass AND c.oid = d.objid
+          CROSS JOIN LATERAL pg_catalog.aclexplode(coalesce(p.proacl, c.relacl)) AS a
+         WHERE d.refclassid = 'pg_catalog.pg_extension'::pg_catalog.regclass AND d.deptype = 'e'
+           AND d.refobjid = (SELECT e.oid FROM pg_catalog.pg_extension e WHERE e.extname = 'pg_ratelimit')
+           AND a.grantee <> coalesce(p.proowner, c.relowner)
     LOOP
-        EXECUTE pg_catalog.format('REVOKE ALL ON FUNCTION @extschema@.rate_limit_request_all FROM %s',
-                                  member.grantee);
+        EXECUTE pg_catalog.format('REVOKE ALL ON %s FROM %s', member.object, member.grantee);
     END LOOP;
 END
 $$;
-GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_request_all TO PUBLIC;
+
+-- Then what everyone may do: what can only consume or read (request, request_many, request_all, throttle,
+-- enforce, acquire, check, policy, the configuration and the statistics), since none of it can raise
+-- anyone's allowance; rate_limit_release frees only the caller's own lease. (Why overrides and statistics
+-- are as they are: their sections above.)
+GRANT EXECUTE ON FUNCTION @extschema@.rate_limit_request, @extschema@.rate_limit_request_many,
+                          @extschema@.rate_limit_request_all, @extschema@.rate_limit_throttle,
+                          @extschema@.rate_limit_enforce, @extschema@.rate_limit_acquire,
+                          @extschema@.rate_limit_release, @extschema@.rate_limit_check,
+                          @extschema@.rate_limit_policy, @extschema@.rate_limit_stats_rows TO PUBLIC;
+GRANT SELECT ON @extschema@.rate_limit_config, @extschema@.rate_limit_stats TO PUBLIC;
+
+-- The rest is the owner's unless granted: giving units back (refund, reset, settle: an application role
+-- that uses reservations needs rate_limit_refund or rate_limit_settle), defining limits and overrides,
+-- cleaning up (rate_limit_cleanup_batches is not SECURITY DEFINER, so that it can commit: its caller also
+-- needs EXECUTE on rate_limit_cleanup), resetting statistics (monitoring relies on them), the storage
+-- figures, and the trigger functions (firing a trigger checks no privilege).
+REVOKE ALL ON FUNCTION @extschema@.rate_limit_define, @extschema@.rate_limit_drop, @extschema@.rate_limit_refund,
+                       @extschema@.rate_limit_reset, @extschema@.rate_limit_settle, @extschema@.rate_limit_cleanup,
+                       @extschema@.rate_limit_memory_usage, @extschema@.rate_limit_override,
+                       @extschema@.rate_limit_override_drop, @extschema@.rate_limit_stats_reset(text),
+                       @extschema@.rate_limit_stats_reset(), @extschema@.rate_limit_config_changed,
+                       @extschema@.rate_limit_config_row, @extschema@.rate_limit_override_changed,
+                       @extschema@.rate_limit_extension_changed FROM PUBLIC;
+REVOKE ALL ON PROCEDURE @extschema@.rate_limit_cleanup_batches FROM PUBLIC;

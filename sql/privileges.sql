@@ -53,17 +53,25 @@ REVOKE EXECUTE ON FUNCTION rate_limit_cleanup FROM regress_rl_app;
 -- rate_limit_policy, which tells the numbers a key is limited to).
 REVOKE EXECUTE ON FUNCTION rate_limit_request(text, text, float8, boolean), rate_limit_request_many(text[], text, float8[]),
     rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8), rate_limit_policy(text, text),
-    rate_limit_request_all(text[], text[], float8[]) FROM PUBLIC;
+    rate_limit_request_all(text[], text[], float8[]), rate_limit_enforce(text, text, float8),
+    rate_limit_acquire(text, text, text) FROM PUBLIC;
+-- What the role may still run of the extension: releasing its own leases and reading the statistics.
+SELECT p.proname FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
+ WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_ratelimit') AND d.deptype = 'e'
+   AND has_function_privilege('regress_rl_app', p.oid, 'EXECUTE') ORDER BY 1;
 SET ROLE regress_rl_app;
 SELECT limited FROM rate_limit_throttle('u', 'priv');
 SELECT allowed FROM rate_limit_request('u', 'priv');
 SELECT count(*) FROM rate_limit_request_many(ARRAY['u'], 'priv');
 SELECT rate FROM rate_limit_policy('u', 'priv');
 SELECT count(*) FROM rate_limit_request_all(ARRAY['u'], ARRAY['priv']);
+SELECT rate_limit_enforce('u', 'priv');
+SELECT allowed FROM rate_limit_acquire('u', 'priv');
 RESET ROLE;
 GRANT EXECUTE ON FUNCTION rate_limit_request(text, text, float8, boolean), rate_limit_request_many(text[], text, float8[]),
     rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8), rate_limit_policy(text, text),
-    rate_limit_request_all(text[], text[], float8[]) TO PUBLIC;
+    rate_limit_request_all(text[], text[], float8[]), rate_limit_enforce(text, text, float8),
+    rate_limit_acquire(text, text, text) TO PUBLIC;
 -- rate_limit_request_all only consumes, like rate_limit_request: PUBLIC may call it, and no one else holds a
 -- grant on it but its owner, whatever default privileges the installing role had.
 SELECT a.grantee = 0 AS to_public, a.privilege_type
