@@ -167,7 +167,7 @@ CREATE FUNCTION @extschema@.rate_limit_request(
 RETURNS @extschema@.rate_limit_decision
 AS 'MODULE_PATHNAME', 'rate_limit_request' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_request(text, text, float8, boolean) IS
-    'consumes cost units for key if available (or as a reservation when reserve is true)';
+    'consumes cost units for key if available (or as a reservation when reserve is true) (ROLLBACK undoes it, except for a limit with memory storage)';
 
 CREATE FUNCTION @extschema@.rate_limit_request_many(
     keys text[], limit_name text DEFAULT 'default', costs float8[] DEFAULT NULL)
@@ -175,7 +175,7 @@ RETURNS TABLE (key text, "position" integer, allowed boolean, remaining bigint, 
                reset_after interval, shadow_denied boolean)
 AS 'MODULE_PATHNAME', 'rate_limit_request_many' LANGUAGE C VOLATILE SECURITY DEFINER ROWS 100;
 COMMENT ON FUNCTION @extschema@.rate_limit_request_many(text[], text, float8[]) IS
-    'rate_limit_request for each key in turn (costs[i] for keys[i], 1 where NULL): one row per key, in order';
+    'rate_limit_request for each key in turn (costs[i] for keys[i], 1 where NULL): one row per key, in order (ROLLBACK undoes it, except for a limit with memory storage)';
 
 -- redis-cell's CL.THROTTLE reply, for applications moving over: the limit is named here instead of given
 -- inline (CL.THROTTLE k 15 30 60 is rate_limit_define('k', 30, '60 s', 'gcra', capacity => 16)).
@@ -196,11 +196,11 @@ CREATE FUNCTION @extschema@.rate_limit_refund(key text, limit_name text DEFAULT 
 RETURNS @extschema@.rate_limit_decision
 AS 'MODULE_PATHNAME', 'rate_limit_refund' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_refund(text, text, float8) IS
-    'gives cost units back to key, never above capacity (cancels a reservation)';
+    'gives cost units back to key, never above capacity (cancels a reservation) (ROLLBACK undoes it, except for a limit with memory storage)';
 
 CREATE FUNCTION @extschema@.rate_limit_reset(key text, limit_name text DEFAULT 'default')
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_reset' LANGUAGE C VOLATILE SECURITY DEFINER;
-COMMENT ON FUNCTION @extschema@.rate_limit_reset(text, text) IS 'key starts over at full capacity';
+COMMENT ON FUNCTION @extschema@.rate_limit_reset(text, text) IS 'key starts over at full capacity (ROLLBACK undoes it, except for a limit with memory storage)';
 
 -- rate_limit_request for callers that want an error, not a row: returns nothing when the units were
 -- consumed, and raises SQLSTATE RL001 when denied (DETAIL: a JSON object with limit, key and retry_after
@@ -208,7 +208,7 @@ COMMENT ON FUNCTION @extschema@.rate_limit_reset(text, text) IS 'key starts over
 CREATE FUNCTION @extschema@.rate_limit_enforce(key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1)
 RETURNS void AS 'MODULE_PATHNAME', 'rate_limit_enforce' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_enforce(text, text, float8) IS
-    'consumes cost units for key, or raises SQLSTATE RL001 (DETAIL: {"limit","key","retry_after"} as JSON) when denied';
+    'consumes cost units for key, or raises SQLSTATE RL001 (DETAIL: {"limit","key","retry_after"} as JSON) when denied (ROLLBACK undoes it, except for a limit with memory storage)';
 
 -- Reserve, then settle: trues a reservation of `reserved` units up to the work's `actual` cost. Less gives
 -- the difference back (never above capacity); more takes it whatever the balance, into debt beyond
@@ -217,7 +217,7 @@ CREATE FUNCTION @extschema@.rate_limit_settle(key text, limit_name text, reserve
 RETURNS @extschema@.rate_limit_decision
 AS 'MODULE_PATHNAME', 'rate_limit_settle' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_settle(text, text, float8, float8) IS
-    'trues a reservation of reserved units up to the actual cost: gives back the difference or takes the extra, into debt if it must';
+    'trues a reservation of reserved units up to the actual cost: gives back the difference or takes the extra, into debt if it must (ROLLBACK undoes it, except for a limit with memory storage)';
 
 -- Bounded cleanup (extension/cleanup_function.cpp): with max_rows, a call examines at most that many rows
 -- and the next bounded call of the session continues after them; rows a transaction holds are skipped.
@@ -391,7 +391,7 @@ RETURNS TABLE ("position" integer, key text, limit_name text, allowed boolean, r
                retry_after interval, reset_after interval, shadow_denied boolean)
 AS 'MODULE_PATHNAME', 'rate_limit_request_all' LANGUAGE C VOLATILE SECURITY DEFINER ROWS 3;
 COMMENT ON FUNCTION @extschema@.rate_limit_request_all(text[], text[], float8[]) IS
-    'consumes costs[i] units of limit_names[i] for keys[i] for every i if all allow, else none: row 0 is the call''s decision, then one row per (key, limit) in order';
+    'consumes costs[i] units of limit_names[i] for keys[i] for every i if all allow, else none: row 0 is the call''s decision, then one row per (key, limit) in order (ROLLBACK undoes it, except for a limit with memory storage)';
 
 -- ---------------------------------------------------------------------------------------------------------
 -- Least privilege, in one place, after every object exists. First, whatever ALTER DEFAULT PRIVILEGES of the

@@ -137,8 +137,8 @@ check "sharded reservations bounded by max_reserved" "$(printf 'reserved|8\nheld
 
 # 8. A prepared transaction holding a shard's row: on the direct path, which sees the shard busy, other
 #    sessions' requests on the key dodge it (no wait, no failure) and never exceed the allowance; ROLLBACK
-#    PREPARED gives its units back. (The SQL path cannot see a busy shard: there a request may wait for the
-#    prepared transaction, as on one row.)
+#    PREPARED gives its units back. (The SQL path sees the prepared transaction from the row's xmax too;
+#    this check pins the direct path, which sees it on the tuple.)
 got=$(q_any <<'SQL'
 SELECT rate_limit_define('prep', rate => 6, period => '1000 days', shards => 2);
 SELECT count(*) FROM (SELECT rate_limit_request('k', 'prep') FROM generate_series(1, 2)) s;
