@@ -12,7 +12,8 @@
 // not idle, and is skipped (the next pass looks at it again). A request on a key whose row the cleanup
 // has just deleted waits for the cleanup's transaction, as for any row lock; max_rows bounds that: a
 // bounded call examines at most max_rows rows (rounded up to the end of the last key's shards), so it is
-// a short transaction that holds at most that many row locks, and it continues where the previous
+// a short transaction that holds at most that many row locks (and at most that many limits' locks: a limit
+// without rows counts as one row), and it continues where the previous
 // bounded call of the session stopped (cleanup_position.hpp). rate_limit_cleanup_batches
 // (cleanup_batches.cpp) runs such calls with a COMMIT after each, one complete pass per CALL. A row goes
 // only if the key was full already five minutes ago (core::CLEANUP_MARGIN), so that a server clock
@@ -270,6 +271,10 @@ int64 cleanup_pass(const CallContext &context, const text *only_limit, const Cle
                 1, types, values, nullptr, true, SPI_OK_SELECT);
         SPITupleTable *names = SPI_tuptable;
         const uint64 count = SPI_processed;
+        // Each limit visited keeps its lock until commit (cleanup_limit): a bounded call visits at most
+        // max_rows limits (one without rows counts as one row) and at most max_locks_per_transaction of
+        // them, its share of the shared lock table, so that thousands of limits never fill that table.
+        int64 limits_left = budget->bounded() ? std::min<int64>(budget->left, std::max(max_locks_per_xact, 1)) : -1;
         for (uint64 i = 0; i < count; ++i) {
             bool isnull = false;
             const Datum name = SPI_getbinval(names->vals[i], names->tupdesc, 1, &isnull);
@@ -278,12 +283,15 @@ int64 cleanup_pass(const CallContext &context, const text *only_limit, const Cle
                 from.limit != nullptr && from.after_key != nullptr && same_key(DatumGetTextPP(name), from.limit)
                     ? from.after_key
                     : nullptr;
-            if (budget->spent()) {
+            if (budget->spent() || limits_left == 0) {
                 *stopped = CleanupPosition{CleanupPhase::limits, DatumGetTextPP(name), after_key};
                 return deleted;
             }
             text *stopped_after = nullptr;
+            const int64 budget_before = budget->left;
             deleted += cleanup_limit(context, name, after_key, budget, &stopped_after);
+            if (budget->left == budget_before) budget->take(1);
+            if (limits_left > 0) --limits_left;
             if (stopped_after != nullptr) {
                 *stopped = CleanupPosition{CleanupPhase::limits, DatumGetTextPP(name), stopped_after};
                 return deleted;

@@ -32,5 +32,7 @@ bounded=$(psql -X -q -At -v VERBOSITY=sqlstate -c "SELECT rate_limit_cleanup(NUL
 batches=$(psql -X -q -At -v VERBOSITY=sqlstate -c "CALL rate_limit_cleanup_batches()" 2>&1)
 echo "limit locks held by one rate_limit_cleanup(NULL, 1) at 200 limits: ${held//$'\n'/ }"
 echo "at 3,000 limits: rate_limit_cleanup(NULL, 1): ${bounded//$'\n'/ }; CALL rate_limit_cleanup_batches(): ${batches//$'\n'/ }"
+held=$(tail -n 1 <<<"$held")
+[ "$held" = 1 ] || reproduced "one rate_limit_cleanup(NULL, 1) held $held limit locks (expected 1)"
 [ "$bounded" = 0 ] && [ "$batches" = 0 ] && holds "bounded cleanup works with 3,000 limits"
 reproduced "with 3,000 limits every bounded cleanup fails (out of shared memory: one lock per limit, none counted against max_rows)"
