@@ -1,5 +1,8 @@
 #include "decide_key.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
 #include "message_text.hpp"
@@ -35,9 +38,23 @@ core::Outcome decide_key(const CallContext &context, const core::Limit &limit, t
     return outcome;
 }
 
+int compare_bytes(const text *a, const text *b) {
+    const size_t a_length = VARSIZE_ANY_EXHDR(a);
+    const size_t b_length = VARSIZE_ANY_EXHDR(b);
+    const int order = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), std::min(a_length, b_length));
+    if (order != 0) return order;
+    return a_length < b_length ? -1 : a_length > b_length ? 1 : 0;
+}
+
 int array_elements(ArrayType *array, Oid type, Datum **values, bool **nulls, const char *argname) {
     if (ARR_NDIM(array) > 1)
         ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("%s must be a one-dimensional array", argname)));
+    const int elements = ArrayGetNItems(ARR_NDIM(array), ARR_DIMS(array));
+    if (elements > MAX_CALL_ELEMENTS)
+        ereport(ERROR,
+                (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                 errmsg("%s has %d elements, more than the %d one call decides", argname, elements, MAX_CALL_ELEMENTS),
+                 errhint("Split the call.")));
     int count = 0;
     if (type == TEXTOID)
         deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, values, nulls, &count);

@@ -19,8 +19,10 @@
 //   never above capacity). Between the take and the refund (microseconds) the units are unavailable to
 //   other callers, who may be denied: it never admits more. A window of a fixed or sliding window limit
 //   that ends in that interval receives the refund in the new window (up to the cost, once).
-// - An error raised after memory entries were taken leaves them taken (the call errs on the side of
-//   admitting less); a cancel is only accepted before a table triple, so it never lands there.
+// - An error or a cancel among the memory triples (a full memory table, statement_timeout) gives back
+//   what the memory triples before it took, then is raised again: it consumes nothing either.
+// - A (limit, key) named more than once is decided in turn, so costs that add up to more than the limit's
+//   capacity could never be allowed together: refused (22023) like one cost above the capacity.
 // - Shadow limits: settle() lets a shadow limit's denial through (allowed, shadow_denied, nothing taken),
 //   so they never make the call deny, and nothing is refunded for them. The call's row says
 //   shadow_denied when one of its triples does.
@@ -29,11 +31,13 @@
 
 #include "call_context.hpp"
 #include "core/algorithms.hpp"
+#include "core/validate.hpp"
 #include "cpp_boundary.hpp"
 #include "decide_key.hpp"
 #include "limit_cache.hpp"
 #include "limit_kind.hpp"
 #include "memory_state.hpp"
+#include "message_text.hpp"
 #include "override_cache.hpp"
 
 namespace pg_ratelimit {
@@ -63,14 +67,6 @@ void require_all_rows(TupleDesc desc) {
                                "text, limit_name text, allowed boolean, remaining bigint, retry_after interval, "
                                "reset_after interval, shadow_denied boolean)"),
                         errhint("Re-create the extension.")));
-}
-
-int compare_bytes(const text *a, const text *b) {
-    const size_t a_length = VARSIZE_ANY_EXHDR(a);
-    const size_t b_length = VARSIZE_ANY_EXHDR(b);
-    const int order = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), std::min(a_length, b_length));
-    if (order != 0) return order;
-    return a_length < b_length ? -1 : a_length > b_length ? 1 : 0;
 }
 
 // The canonical order (see the top of the file): table limits before memory ones, then (limit_name, key)
@@ -132,22 +128,97 @@ Triple *checked_triples(const CallContext &context, FunctionCallInfo fcinfo, int
     return triples;
 }
 
-// Decides every triple in the order of `order` (indexes into triples), requesting until the first denial
-// and checking from then on; outcomes[i] for triples[i]. Returns the index in `order` of the first denied
-// triple, or count when all allowed.
+// ERROR 22023 when the triples naming one (limit, key) (adjacent in the canonical order) cost more in all
+// than its capacity: decided in turn, they could never all be allowed, and the call would be denied for
+// ever. (With shards, each cost fits one shard, checked before, but their sum may still not pack into the
+// shards: that call is denied, as a single request would be when no shard holds enough.)
+void require_repeats_fit(const Triple *sorted, int count) {
+    for (int first = 0, end = 0; first < count; first = end) {
+        double total = 0;
+        for (end = first; end < count && compare_bytes(sorted[end].limit_name, sorted[first].limit_name) == 0 &&
+                          compare_bytes(sorted[end].key, sorted[first].key) == 0;
+             ++end)
+            total += sorted[end].cost;
+        if (end - first < 2) continue;
+        core::Limit whole = sorted[first].limit;
+        whole.shards = 1;
+        if (core::validate_cost(whole, total) != core::CostProblem::exceeds_capacity) continue;
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%d triples name the key of triple %d under rate limit \"%s\", and their costs add up "
+                               "to %s, more than its capacity %s",
+                               end - first, sorted[first].position, text_to_cstring(sorted[first].limit_name),
+                               number_text(total), number_text(whole.capacity)),
+                        errdetail("Triples naming the same key and limit are decided in turn: they could never all "
+                                  "be allowed."),
+                        errhint("Name each (key, limit) once, with the sum of its costs.")));
+    }
+}
+
+// Gives back what the memory triples order[first..end) took (they allowed: end is at most the first
+// denial), last first. Not interruptible: it must finish once begun.
+void refund_memory_takes(const CallContext &context, const Triple *triples, const int *order,
+                         const core::Outcome *outcomes, int first, int end) {
+    HOLD_INTERRUPTS();
+    for (int n = end - 1; n >= first; --n) {
+        const Triple &triple = triples[order[n]];
+        if (outcomes[order[n]].shadow_denied) continue;  // allowed, but nothing was taken
+        (void)decide_key(context, triple.limit, triple.limit_name, triple.key, SettleMode::refund, triple.cost, false);
+    }
+    RESUME_INTERRUPTS();
+}
+
+// Decides the memory triples order[first..count) (the last in the canonical order), requesting until the
+// first denial (denied_at, if an earlier triple denied) and checking from then on. Memory entries do not
+// roll back: an error or a cancel among them first gives back what the ones before it took. Returns the
+// first denial's index in `order`, or count. No C++ object is alive across the PG_TRY (cpp_boundary.hpp).
+int decide_memory_triples(const CallContext &context, const Triple *triples, const int *order, int first, int count,
+                          int denied_at, core::Outcome *outcomes) {
+    const MemoryContext memory = CurrentMemoryContext;
+    volatile int decided = first;  // order[first..decided) are decided
+    volatile int denied = denied_at;
+    PG_TRY();
+    {
+        for (int n = first; n < count; ++n) {
+            CHECK_FOR_INTERRUPTS();
+            const Triple &triple = triples[order[n]];
+            const SettleMode mode = denied < count ? SettleMode::check : SettleMode::request;
+            outcomes[order[n]] =
+                decide_key(context, triple.limit, triple.limit_name, triple.key, mode, triple.cost, false);
+            decided = n + 1;
+            if (denied == count && !outcomes[order[n]].allowed) denied = n;
+        }
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(memory);
+        ErrorData *error = CopyErrorData();
+        FlushErrorState();
+        // The memory table's locks are released before it raises an error; whatever else failed holding
+        // one would have it released by the abort to come: release it now, so that the refunds can run.
+        LWLockReleaseAll();
+        const int taken_end = decided < denied ? decided : denied;
+        refund_memory_takes(context, triples, order, outcomes, first, taken_end);
+        ReThrowError(error);
+    }
+    PG_END_TRY();
+    return denied;
+}
+
+// Decides every triple in the order of `order` (indexes into triples; table triples first), requesting
+// until the first denial and checking from then on; outcomes[i] for triples[i]. Returns the index in
+// `order` of the first denied triple, or count when all allowed.
 int decide_in_order(const CallContext &context, const Triple *triples, const int *order, int count,
                     core::Outcome *outcomes) {
     int denied_at = count;
-    for (int n = 0; n < count; ++n) {
+    int n = 0;
+    for (; n < count && triples[order[n]].limit.storage != core::Storage::memory; ++n) {
+        CHECK_FOR_INTERRUPTS();  // the table writes roll back with the statement or the subtransaction
         const Triple &triple = triples[order[n]];
-        // A cancel is taken before a table triple (the subtransaction undoes the others), never between
-        // memory triples, whose entries an error would leave taken.
-        if (triple.limit.storage != core::Storage::memory) CHECK_FOR_INTERRUPTS();
         const SettleMode mode = denied_at < count ? SettleMode::check : SettleMode::request;
         outcomes[order[n]] = decide_key(context, triple.limit, triple.limit_name, triple.key, mode, triple.cost, false);
         if (denied_at == count && !outcomes[order[n]].allowed) denied_at = n;
     }
-    return denied_at;
+    return n < count ? decide_memory_triples(context, triples, order, n, count, denied_at, outcomes) : denied_at;
 }
 
 // decide_in_order inside an internal subtransaction, released when every triple allowed and rolled back
@@ -184,17 +255,6 @@ int decide_in_subtransaction(const CallContext &context, const Triple *triples, 
     return denied_at;
 }
 
-// Gives back what the memory triples decided before the denied one took (table writes were rolled back).
-void refund_memory_takes(const CallContext &context, const Triple *triples, const int *order,
-                         const core::Outcome *outcomes, int denied_at) {
-    for (int n = denied_at - 1; n >= 0; --n) {
-        const Triple &triple = triples[order[n]];
-        if (triple.limit.storage != core::Storage::memory) break;  // the memory triples are the last
-        if (outcomes[order[n]].shadow_denied) continue;            // allowed, but nothing was taken
-        (void)decide_key(context, triple.limit, triple.limit_name, triple.key, SettleMode::refund, triple.cost, false);
-    }
-}
-
 void put_row(const ReturnSetInfo *result, int position, text *key, text *limit_name, const Datum *decision) {
     Datum values[COLUMNS];
     bool nulls[COLUMNS] = {};
@@ -219,6 +279,7 @@ Datum request_all_body(FunctionCallInfo fcinfo) {
     auto *sorted = static_cast<Triple *>(palloc(sizeof(Triple) * count));
     memcpy(sorted, triples, sizeof(Triple) * count);
     std::sort(sorted, sorted + count, decided_before);
+    require_repeats_fit(sorted, count);
     auto *order = static_cast<int *>(palloc(sizeof(int) * count));
     bool any_table = false;
     for (int n = 0; n < count; ++n) {
@@ -230,7 +291,12 @@ Datum request_all_body(FunctionCallInfo fcinfo) {
     // One triple, or memory only: nothing a rollback would have to undo (a denial writes nothing).
     const int denied_at = count > 1 && any_table ? decide_in_subtransaction(context, triples, order, count, outcomes)
                                                  : decide_in_order(context, triples, order, count, outcomes);
-    if (denied_at < count) refund_memory_takes(context, triples, order, outcomes, denied_at);
+    if (denied_at < count) {
+        int first_memory = 0;
+        while (first_memory < count && triples[order[first_memory]].limit.storage != core::Storage::memory)
+            ++first_memory;
+        refund_memory_takes(context, triples, order, outcomes, first_memory, denied_at);
+    }
 
     // Position 0: the call's decision. Then each triple's, in the order given. (As decision_values reports
     // it, a shadow limit's denial has no retry_after.)

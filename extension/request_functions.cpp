@@ -1,5 +1,7 @@
 // rate_limit_request, rate_limit_check, rate_limit_refund and rate_limit_reset: arguments, the limit, and
 // one settle() (settle.hpp) each; reset deletes the key's rows (or memory entries).
+#include <algorithm>
+
 #include "call_context.hpp"
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
@@ -67,17 +69,33 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
     InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
     const auto *result = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
     require_decision_rows(result->setDesc);
+    // Decided in the keys' byte order (a key given twice: in turn), as rate_limit_request_all takes its
+    // rows, so that two calls naming shared keys in other orders never deadlock; rows in the order given.
+    // (std::sort neither allocates nor throws here, and the keys are detoasted before it.)
+    auto *key_texts = static_cast<text **>(palloc(sizeof(text *) * (count + 1)));
+    auto *order = static_cast<int *>(palloc(sizeof(int) * (count + 1)));
     for (int i = 0; i < count; ++i) {
+        key_texts[i] = DatumGetTextPP(keys[i]);
+        order[i] = i;
+    }
+    std::sort(order, order + count, [key_texts](int a, int b) {
+        const int bytes = compare_bytes(key_texts[a], key_texts[b]);
+        return bytes != 0 ? bytes < 0 : a < b;
+    });
+    auto *outcomes = static_cast<core::Outcome *>(palloc(sizeof(core::Outcome) * (count + 1)));
+    for (int n = 0; n < count; ++n) {
         // A long batch can be cancelled between keys (memory limits keep what was decided until then).
         CHECK_FOR_INTERRUPTS();
-        text *key = DatumGetTextPP(keys[i]);
+        const int i = order[n];
         const double cost = costs == nullptr || cost_nulls[i] ? 1.0 : DatumGetFloat8(costs[i]);
-        const core::Outcome outcome = decide_key(context, limits[i], limit_name, key, SettleMode::request, cost, false);
+        outcomes[i] = decide_key(context, limits[i], limit_name, key_texts[i], SettleMode::request, cost, false);
+    }
+    for (int i = 0; i < count; ++i) {
         Datum values[2 + DECISION_COLUMNS];
         bool nulls[2 + DECISION_COLUMNS] = {};
-        values[0] = PointerGetDatum(key);
+        values[0] = PointerGetDatum(key_texts[i]);
         values[1] = Int32GetDatum(i + 1);
-        decision_values(limits[i], outcome, values + 2);
+        decision_values(limits[i], outcomes[i], values + 2);
         tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
     }
     return static_cast<Datum>(0);

@@ -40,15 +40,17 @@ SELECT r.position, r.allowed, r.remaining, r.retry_after, r.reset_after
 -- Every storage mode, with shards and overrides: a call that one triple denies leaves every triple's
 -- state as it was (memory entries are given back: they do not roll back with the transaction).
 SET pg_ratelimit.fake_now = '2026-01-02 00:00:00+00';
+SELECT count(*) AS u_took_one FROM unnest(ARRAY['durable', 'unlogged', 'memory']) AS s,
+       LATERAL rate_limit_request('u', 'sec_' || s) AS r WHERE r.allowed;
 CREATE TEMP TABLE before_denial AS SELECT s, pg_temp.state_of(s) AS state
   FROM unnest(ARRAY['durable', 'unlogged', 'memory']) AS s;
 -- Allowed: shr_ (a shard of 2), day_ for vip (override: 50), sec_ for global; then sec_ for u, twice in
--- the same call (decided in turn: the third unit of a capacity of 2 is denied).
+-- the same call (decided in turn: after the unit taken above, the second of a capacity of 2 is denied).
 SELECT s, r.position, r.key, r.limit_name, r.allowed
   FROM unnest(ARRAY['durable', 'unlogged', 'memory']) AS s,
        rate_limit_request_all(ARRAY['global', 'vip', 'global', 'u', 'u'],
                               ARRAY['shr_' || s, 'day_' || s, 'sec_' || s, 'sec_' || s, 'sec_' || s],
-                              ARRAY[2, 30, 1, 1, 2]) AS r
+                              ARRAY[2, 30, 1, 1, 1]) AS r
  ORDER BY s, r.position;
 SELECT b.s, pg_temp.state_of(b.s) = b.state AS nothing_consumed FROM before_denial b ORDER BY b.s;
 -- The same call without the last triple is allowed and consumes from every limit.
@@ -144,6 +146,10 @@ SELECT * FROM rate_limit_request_all(ARRAY['u', 'u'], ARRAY['sec_memory', 'day_m
 SELECT * FROM rate_limit_request_all(ARRAY['vip', 'u'], ARRAY['day_memory', 'day_memory'], ARRAY[50, 6]);
 SELECT * FROM rate_limit_request_all(ARRAY['u', 'u'], ARRAY['sec_memory', 'shr_memory'], ARRAY[1, 3]);
 SELECT * FROM rate_limit_request_all(ARRAY[['u', 'u'], ['u', 'u']], ARRAY[['sec_memory', 'day_memory'], ['sec_memory', 'day_memory']]);
+-- One (key, limit) named twice for more than its capacity in all (2): it could never be allowed.
+SELECT * FROM rate_limit_request_all(ARRAY['u', 'x', 'u'], ARRAY['sec_memory', 'day_memory', 'sec_memory'], ARRAY[1, 1, 1.5]);
+-- At most 1,000,000 triples in one call.
+SELECT count(*) FROM rate_limit_request_all(array_fill('u'::text, ARRAY[1000001]), array_fill('sec_memory'::text, ARRAY[1000001]));
 SELECT pg_temp.state_of('memory') = state AS nothing_consumed FROM before_errors;
 -- The overridden cost that fits (vip: 50) is allowed.
 SELECT position, allowed, remaining
