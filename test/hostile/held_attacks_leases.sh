@@ -149,6 +149,47 @@ out=$(q_any -v VERBOSITY=sqlstate -c "SELECT rate_limit_define('tiny', rate => 1
     -c "SELECT allowed FROM rate_limit_acquire('e2', 'one', 'session')" -c "SELECT pg_advisory_unlock_all()" | tr '\n' ' ')
 [ "$out" = " t t t f t f  " ] && ok "clock at both ends of PostgreSQL's range, 1-microsecond period: exact" || bad "extremes: $out"
 
+# 12a. The shared lock table full (one transaction's transaction leases on 13,000 keys): a session acquire
+#      fails with 53200 and takes nothing; the transaction's end frees everything.
+out=$(q_any -v VERBOSITY=sqlstate <<'SQL'
+SELECT rate_limit_define('full', rate => 1, period => '1 hour', algorithm => 'concurrency');
+BEGIN;
+DO $$
+DECLARE i int := 0;
+BEGIN
+  LOOP
+    BEGIN
+      PERFORM rate_limit_acquire('k' || i, 'full');
+    EXCEPTION WHEN out_of_memory THEN RAISE NOTICE 'full after % keys', i; EXIT;
+    END;
+    i := i + 1;
+    EXIT WHEN i >= 200000;
+  END LOOP;
+END $$;
+SELECT rate_limit_acquire('other', 'full', 'session');
+ROLLBACK;
+SELECT 'left', count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND objsubid IN (21069, 21070, 21071);
+SELECT 'after', allowed FROM rate_limit_acquire('other', 'full', 'session');
+SELECT 'released', rate_limit_release('other', 'full');
+SELECT 'released', rate_limit_release('other', 'full');
+SQL
+)
+grep -q '^NOTICE:' <<<"$out" && grep -q '^ERROR:  53200' <<<"$out" && grep -q '^left|0$' <<<"$out" &&
+    grep -q '^after|t$' <<<"$out" && [ "$(grep -c '^released|' <<<"$out")" = 2 ] && grep -q '^released|f$' <<<"$out" &&
+    ok "lock table full (one transaction's transaction leases), a session acquire then fails 53200 and takes nothing" ||
+    bad "lock table full: $out"
+
+# 12b. Cancels (statement_timeout of 1 to 60 ms) during the probes of an N = 10,000 key: every session
+#      lease held was reported allowed, none more; no mutex or transaction tag left behind.
+q -c "SELECT rate_limit_define('big', rate => 10000, period => '1 hour', algorithm => 'concurrency')" >/dev/null
+out=$(for i in $(seq 1 60); do echo "SET statement_timeout = '${i}ms'; SELECT allowed FROM rate_limit_acquire('k', 'big', 'session');"; done |
+    { cat; echo "RESET statement_timeout; SELECT 'held', count(*) FROM pg_locks WHERE objsubid = 21070 AND pid = pg_backend_pid();
+                 SELECT 'other', count(*) FROM pg_locks WHERE objsubid IN (21069, 21071);"; } | q_any -v VERBOSITY=sqlstate)
+allowed=$(grep -c '^t$' <<<"$out"); cancels=$(grep -c '57014' <<<"$out")
+[ "$(grep '^held|' <<<"$out" | cut -d'|' -f2)" = "$allowed" ] && grep -q '^other|0$' <<<"$out" && [ "$cancels" -gt 0 ] &&
+    [ $((allowed + cancels)) = 60 ] && ok "cancels mid-probe: $cancels cancelled, $allowed allowed, $allowed held, nothing else left" ||
+    bad "cancels: $allowed allowed, $cancels cancelled / $(grep -v '^t$' <<<"$out" | grep -v 57014)"
+
 # 12. Eight sessions on one key of N = 3 for 4 s: transaction leases at READ COMMITTED, REPEATABLE READ and
 #     SERIALIZABLE and session leases with release; sampled from single pg_locks snapshots (a backend inside
 #     an acquire, holding the key's mutex 21071, is left out: its probes are momentary), never more than 3.
