@@ -190,8 +190,26 @@ allowed=$(grep -c '^t$' <<<"$out"); cancels=$(grep -c '57014' <<<"$out")
     [ $((allowed + cancels)) = 60 ] && ok "cancels mid-probe: $cancels cancelled, $allowed allowed, $allowed held, nothing else left" ||
     bad "cancels: $allowed allowed, $cancels cancelled / $(grep -v '^t$' <<<"$out" | grep -v 57014)"
 
+# 12c. A DBA's UPDATEs of a concurrency limit's row under session_replication_role = replica (1e9 slots,
+#      shards and memory storage, a negative or zero period) are refused (22023) like rate_limit_define's;
+#      acquires go on under the old definition.
+out=$(q_any -v VERBOSITY=sqlstate <<'SQL'
+SELECT rate_limit_define('rep', rate => 2, period => '1 hour', algorithm => 'concurrency');
+SET session_replication_role = replica;
+UPDATE rate_limit_config SET rate = 1e9, capacity = 1e9 WHERE name = 'rep';
+UPDATE rate_limit_config SET rate = 3, capacity = 3, shards = 4, storage = 'memory' WHERE name = 'rep';
+UPDATE rate_limit_config SET period = '-1 hour' WHERE name = 'rep';
+UPDATE rate_limit_config SET period = '0' WHERE name = 'rep';
+RESET session_replication_role;
+SELECT 'acquired', allowed, remaining FROM rate_limit_acquire('k', 'rep');
+SQL
+)
+[ "$(grep -c '^ERROR:  22023' <<<"$out")" = 4 ] && grep -q '^acquired|t|1$' <<<"$out" &&
+    ok "replica-mode UPDATEs of a concurrency limit: 22023 x4, the definition unchanged" || bad "replica-mode UPDATEs: $out"
+
 # 12. Eight sessions on one key of N = 3 for 4 s: transaction leases at READ COMMITTED, REPEATABLE READ and
-#     SERIALIZABLE and session leases with release; sampled from single pg_locks snapshots (a backend inside
+#     SERIALIZABLE and session leases with release; then two keys of N = 1 taken in crossing orders (no
+#     deadlock, no error); sampled from single pg_locks snapshots (a backend inside
 #     an acquire, holding the key's mutex 21071, is left out: its probes are momentary), never more than 3.
 q -c "SELECT rate_limit_define('h', rate => 3, period => '1 hour', algorithm => 'concurrency')" \
   -c "CREATE TABLE admitted (n int)" -c "GRANT INSERT ON admitted TO PUBLIC" >/dev/null
@@ -201,6 +219,8 @@ for level in 'READ COMMITTED' 'REPEATABLE READ' SERIALIZABLE; do
     printf '%s\n' "BEGIN ISOLATION LEVEL $level;" "SELECT allowed AS a FROM rate_limit_acquire('k', 'h') \\gset" \
         '\if :a' 'INSERT INTO admitted VALUES (1);' 'SELECT pg_sleep(0.002);' '\endif' 'COMMIT;' >"$f"
 done
+printf '%s\n' 'BEGIN;' "SELECT a.allowed, b.allowed FROM rate_limit_acquire('x', 'one') a, rate_limit_acquire('y', 'one') b;" 'SELECT pg_sleep(0.001);' 'COMMIT;' \
+    'BEGIN;' "SELECT a.allowed, b.allowed FROM rate_limit_acquire('y', 'one') a, rate_limit_acquire('x', 'one') b;" 'COMMIT;' >"$dir/crossing.sql"
 printf '%s\n' "SELECT allowed AS a FROM rate_limit_acquire('k', 'h', 'session') \\gset" '\if :a' \
     'INSERT INTO admitted VALUES (1);' 'SELECT pg_sleep(0.002);' "SELECT rate_limit_release('k', 'h');" '\endif' >"$dir/session.sql"
 pgbench -n -c 8 -j 2 -T 4 -d "$REVIEW_DB" -f "$dir/READ_COMMITTED.sql" -f "$dir/REPEATABLE_READ.sql" -f "$dir/SERIALIZABLE.sql" \
@@ -221,10 +241,31 @@ END \$\$" 2>&1 | grep -o 'max [0-9]*' | cut -d' ' -f2)
 wait "$bench"
 admitted=$(q -c "SELECT count(*) FROM admitted")
 failures=$(grep -c -i 'error\|abort' "$dir/pgbench.out")
+# Then the two keys of N = 1 in crossing orders, alone (at most 2 leases at once: one per key).
+pgbench -n -c 8 -j 2 -T 2 -d "$REVIEW_DB" -f "$dir/crossing.sql" >"$dir/crossing.out" 2>&1 &
+bench=$!
+cross_max=$(q -c "DO \$\$
+DECLARE m int := 0; c int; t0 timestamptz := clock_timestamp();
+BEGIN
+  WHILE clock_timestamp() < t0 + interval '1.5 s' LOOP
+    WITH s AS MATERIALIZED (SELECT pid, objsubid, granted FROM pg_locks WHERE locktype = 'advisory'
+                              AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+    SELECT count(*) INTO c FROM s WHERE objsubid IN (21069, 21070) AND granted
+       AND pid NOT IN (SELECT pid FROM s WHERE objsubid = 21071 AND granted);
+    m := greatest(m, c);
+  END LOOP;
+  RAISE NOTICE 'max %', m;
+END \$\$" 2>&1 | grep -o 'max [0-9]*' | cut -d' ' -f2)
+wait "$bench"
+cross_failures=$(grep -c -i 'error\|abort\|deadlock' "$dir/crossing.out")
+cross_tx=$(grep -o 'number of transactions actually processed: [0-9]*' "$dir/crossing.out" | grep -o '[0-9]*$')
 rm -rf "$dir"
 [ -n "$max" ] && [ "$max" -le 3 ] && [ "$max" -ge 2 ] && [ "$admitted" -gt 100 ] && [ "$failures" = 0 ] &&
     ok "8 sessions, N = 3, three isolation levels and session leases: at most $max held at once, $admitted admissions, no errors" ||
     bad "hammer: max $max, admitted $admitted, failures $failures"
+[ -n "$cross_max" ] && [ "$cross_max" -le 2 ] && [ "$cross_failures" = 0 ] && [ "${cross_tx:-0}" -gt 100 ] &&
+    ok "two N = 1 keys taken in crossing orders by 8 sessions: $cross_tx transactions, no deadlock or error, at most $cross_max held" ||
+    bad "crossing orders: max $cross_max, failures $cross_failures, transactions $cross_tx"
 
 [ "$(crash_count)" = 0 ] || bad "the server crashed"
 [ $failed -eq 0 ] && holds "every lease attack above held"
