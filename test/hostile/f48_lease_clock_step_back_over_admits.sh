@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Finding 48 (medium): a concurrency limit admits more than N holders once the server's clock steps back
-# (an NTP step, a VM resumed or migrated, an operator's fix): every lease of the key vanishes from the
-# count. Session leases are locks on tags that carry the time band they were taken in (period / 8 wide), and
-# an acquire probes only the bands current - 8 .. current of *its own* reading of the clock; a step back
-# across a band boundary puts every lease taken in the later band(s) out of sight, for transaction and
-# session acquires alike. With period '8 seconds' (1-second bands) a step of 0.3 s at the wrong moment is
+# (an NTP step, a VM resumed or migrated, an operator's fix): the key's session leases vanish from the
+# count (transaction leases, whose tags carry no band, still count). Session leases are locks on tags that
+# carry the time band they were taken in (period / 8 wide), and an acquire probes only the bands
+# current - 8 .. current of *its own* reading of the clock; a step back across a band boundary puts every
+# session lease taken in the later band(s) out of sight, for transaction and session acquires alike. With period '8 seconds' (1-second bands) a step of 0.3 s at the wrong moment is
 # enough; with '2 hours' a step across any quarter-hour boundary. (A forward step likewise expires every
 # session lease at once, although none has been held for `period`.)
 # Attack: N = 1, period 8 s. Session A takes the slot (session lease) at 00:00:01.2 and holds it; the clock
