@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Attacks on concurrency limits / leases (algorithm 'concurrency', rate_limit_acquire, rate_limit_release;
 # issue 12 item 5; commit bd2d0ac) that held during the review. Each check prints "ok: ..." or
-# "FAILED: ..."; the script fails if any stops holding.
+# "FAILED: ..."; the script fails if any stops holding. Check 13 (SIGKILL, a crash restart) runs on a
+# cluster of its own (own_cluster.sh), started at the end.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review lease_alice lease_eve
@@ -268,5 +269,33 @@ rm -rf "$dir"
     bad "crossing orders: max $cross_max, failures $cross_failures, transactions $cross_tx"
 
 [ "$(crash_count)" = 0 ] || bad "the server crashed"
+
+# 13. SIGKILL of a lease holder (crash restart), on a cluster of its own (own_cluster.sh) so that the
+#     server log of test/hostile/run.sh stays free of crashes: the killed backend's session and transaction
+#     leases are gone after the restart; a prepared transaction's lease survives it (held until COMMIT
+#     PREPARED, as the README says of PREPARE).
+main_env=("$PGHOST" "${PGPORT:-}" "${PGUSER:-}" "${SERVER_LOG:-}")
+source "$here/own_cluster.sh"
+own_cluster_start -c max_prepared_transactions=2 >/dev/null
+# (after own_cluster_start, which sets a trap of its own): stop it, then clean up on the first server.
+trap 'own_cluster_stop; export PGHOST=${main_env[0]} PGPORT=${main_env[1]} PGUSER=${main_env[2]} SERVER_LOG=${main_env[3]}; cleanup_review' EXIT
+k() { psql -X -q -At -d postgres "$@" 2>&1; }
+k -c "CREATE EXTENSION pg_ratelimit" -c "SELECT rate_limit_define('one', rate => 1, period => '1 hour', algorithm => 'concurrency')" >/dev/null
+k -c "BEGIN" -c "SELECT allowed FROM rate_limit_acquire('prepared', 'one')" -c "PREPARE TRANSACTION 'lease_crash'" >/dev/null
+coproc VICTIM { psql -X -q -At -d postgres 2>&1; }
+printf '%s\n' "SELECT allowed FROM rate_limit_acquire('s', 'one', 'session');" "BEGIN;" \
+    "SELECT allowed FROM rate_limit_acquire('t', 'one');" "SELECT pg_backend_pid();" >&"${VICTIM[1]}"
+read -r -t 10 v1 <&"${VICTIM[0]}"; read -r -t 10 v2 <&"${VICTIM[0]}"; read -r -t 10 vpid <&"${VICTIM[0]}"
+before=$(k -c "SELECT allowed FROM rate_limit_acquire('s', 'one')" -c "SELECT allowed FROM rate_limit_acquire('t', 'one')" | tr '\n' ' ')
+kill -KILL "$vpid"
+sleep 1
+for _ in $(seq 1 60); do k -c "SELECT 1" >/dev/null 2>&1 && break; sleep 0.5; done
+after=$(k -c "SELECT allowed FROM rate_limit_acquire('s', 'one')" -c "SELECT allowed FROM rate_limit_acquire('t', 'one')" \
+    -c "SELECT allowed FROM rate_limit_acquire('prepared', 'one')" -c "COMMIT PREPARED 'lease_crash'" \
+    -c "SELECT allowed FROM rate_limit_acquire('prepared', 'one')" | tr '\n' ' ')
+restarted=$(grep -c 'terminated by signal 9' "$SERVER_LOG")
+[ "$v1 $v2" = "t t" ] && [ "$before" = "f f " ] && [ "$restarted" -ge 1 ] && [ "$after" = "t t f t " ] &&
+    ok "SIGKILL of a holder: crash restart frees its session and transaction leases; the prepared one survives until COMMIT PREPARED" ||
+    bad "SIGKILL: victim $v1 $v2, before $before, restarts $restarted, after $after"
 [ $failed -eq 0 ] && holds "every lease attack above held"
 echo "FAILED: see above"; exit 1
