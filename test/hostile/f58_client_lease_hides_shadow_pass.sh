@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Finding 53 (low-medium): the C++ client's Limiter::acquire drops rate_limit_acquire's shadow_denied: on
+# Finding 58 (low-medium): the C++ client's Limiter::acquire drops rate_limit_acquire's shadow_denied: on
 # a shadow concurrency limit with no free slot, the Lease it returns (acquired = true, free_slots 0,
 # retry_after 0, reset_after 0) is identical to a real lease, although no slot was taken. Lease::acquired
 # is documented as "a slot was taken", which is then false, and a program has no way to watch its shadow
