@@ -16,17 +16,7 @@
 # Needs the server started with shared_preload_libraries = 'pg_ratelimit'.
 source "$(dirname "$0")/lib.sh"
 setup_review review_f24_attacker
-restore_setting() {
-    psql -X -q -d postgres -c "ALTER SYSTEM RESET pg_ratelimit.memory_eviction" -c "SELECT pg_reload_conf()" >/dev/null 2>&1
-    q -c "SELECT rate_limit_drop('login')" -c "SELECT rate_limit_drop('quota')" >/dev/null 2>&1
-    cleanup_review
-}
-trap restore_setting EXIT
-export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=error"
-
-q -c "ALTER SYSTEM SET pg_ratelimit.memory_eviction = none" -c "SELECT pg_reload_conf()" >/dev/null || exit 2
-sleep 1
-[ "$(q -c "SHOW pg_ratelimit.memory_eviction")" = none ] || { echo "memory_eviction is not none"; exit 2; }
+memory_eviction_none login quota
 q -c "SELECT rate_limit_define('login', 3, '1 hour', storage => 'memory')" \
   -c "SELECT rate_limit_define('quota', 1, '1 day', algorithm => 'gcra', storage => 'memory')" >/dev/null || exit 2
 capacity=$(q -c "SELECT capacity FROM rate_limit_memory_usage()")

@@ -12,17 +12,7 @@
 # room for every new memory key made sure of before any take): memA still has 4 for the victim.
 source "$(dirname "$0")/lib.sh"
 setup_review review_f44_attacker
-restore_setting() {
-    psql -X -q -d postgres -c "ALTER SYSTEM RESET pg_ratelimit.memory_eviction" -c "SELECT pg_reload_conf()" >/dev/null 2>&1
-    q -c "SELECT rate_limit_drop('memA')" -c "SELECT rate_limit_drop('memB')" >/dev/null 2>&1
-    cleanup_review
-}
-trap restore_setting EXIT
-export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=error"
-
-q -c "ALTER SYSTEM SET pg_ratelimit.memory_eviction = none" -c "SELECT pg_reload_conf()" >/dev/null || exit 2
-sleep 1
-[ "$(q -c "SHOW pg_ratelimit.memory_eviction")" = none ] || { echo "memory_eviction is not none"; exit 2; }
+memory_eviction_none memA memB
 q -c "SELECT rate_limit_define('memA', 5, '1 day', storage => 'memory')" \
   -c "SELECT rate_limit_define('memB', 5, '1 day', storage => 'memory')" \
   -c "SELECT rate_limit_request('victim', 'memA')" >/dev/null || exit 2

@@ -53,3 +53,23 @@ crash_count() {
 
 reproduced() { echo "REPRODUCED: $*"; exit 1; }
 holds() { echo "holds: $*"; exit 0; }
+
+# pg_ratelimit.memory_eviction = none for the script (ALTER SYSTEM), restored at exit, when the memory
+# limits named are dropped and the review's roles and database go; client messages at ERROR only (the
+# eviction WARNINGs of a full table would flood the output).
+memory_eviction_none() {
+    MEMORY_LIMITS_TO_DROP=("$@")
+    trap restore_memory_eviction EXIT
+    export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=error"
+    q -c "ALTER SYSTEM SET pg_ratelimit.memory_eviction = none" -c "SELECT pg_reload_conf()" >/dev/null || exit 2
+    sleep 1
+    [ "$(q -c "SHOW pg_ratelimit.memory_eviction")" = none ] || { echo "memory_eviction is not none"; exit 2; }
+}
+restore_memory_eviction() {
+    local limit
+    psql -X -q -d postgres -c "ALTER SYSTEM RESET pg_ratelimit.memory_eviction" -c "SELECT pg_reload_conf()" >/dev/null 2>&1
+    for limit in "${MEMORY_LIMITS_TO_DROP[@]}"; do
+        q -c "SELECT rate_limit_drop('$limit')" >/dev/null 2>&1
+    done
+    cleanup_review
+}
