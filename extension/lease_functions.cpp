@@ -32,6 +32,12 @@ Datum acquire_body(FunctionCallInfo fcinfo) {
     text *key = key_arg(fcinfo, 0);
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     const LeaseScope scope = scope_arg(fcinfo, 2);
+    // Outside BEGIN ... COMMIT the statement is its own transaction, and the lease ends with it: the caller
+    // is told so at once, as PostgreSQL tells of SET LOCAL there.
+    if (scope == LeaseScope::transaction && !IsTransactionBlock())
+        ereport(WARNING, (errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
+                          errmsg("a transaction lease taken outside a transaction block ends with its statement"),
+                          errhint("Acquire it between BEGIN and COMMIT, or with scope 'session'.")));
     const core::Limit named = limit_lookup(context.extension, context.schema, limit_name);
     require_concurrency_limit(named, limit_name);
     // The key's own number of slots (its override, if it has one: per-key tiers).

@@ -21,10 +21,13 @@ bool tag_busy(const LOCKTAG &tag) {
     return false;
 }
 
-// This backend's session leases, oldest first (for rate_limit_release), in TopMemoryContext.
+// This backend's session leases, oldest first (for rate_limit_release), in TopMemoryContext, each with its
+// band and the period it was taken under (which say when it expires).
 struct SessionLease {
     uint64 identity;
     LOCKTAG tag;
+    std::int64_t band;
+    core::Micros period;
 };
 SessionLease *session_leases = nullptr;
 int session_lease_count = 0;
@@ -35,12 +38,29 @@ void forget_session_lease(int index) {
     --session_lease_count;
 }
 
+// Whether a session lease no longer counts at `now` (its band is no longer a live one).
+bool expired(const SessionLease &lease, core::Micros now) {
+    return lease.band <= core::lease_bands(lease.period, now).current - core::LEASE_LIVE_BANDS;
+}
+
+// Drops the entries whose lock is gone (pg_advisory_unlock_all, DISCARD ALL), and gives back the locks of
+// the session leases that have expired: they count for no one, and a long-lived session that never
+// releases would otherwise fill the shared lock table with them.
+void free_expired_session_leases(core::Micros now) {
+    for (int i = session_lease_count - 1; i >= 0; --i) {
+        const SessionLease lease = session_leases[i];
+        if (!LockHeldByMe(&lease.tag, ExclusiveLock)) {
+            forget_session_lease(i);
+        } else if (expired(lease, now)) {
+            forget_session_lease(i);
+            LockRelease(&lease.tag, ExclusiveLock, true);
+        }
+    }
+}
+
 // Room for one more entry, made before the lock is taken so that nothing can fail between taking it and
-// recording it. Entries whose lock is gone (pg_advisory_unlock_all, DISCARD ALL) are dropped first.
+// recording it.
 void reserve_session_lease_entry() {
-    if (session_lease_count < session_lease_room) return;
-    for (int i = session_lease_count - 1; i >= 0; --i)
-        if (!LockHeldByMe(&session_leases[i].tag, ExclusiveLock)) forget_session_lease(i);
     if (session_lease_count < session_lease_room) return;
     const int room = session_lease_room == 0 ? 16 : session_lease_room * 2;
     const Size bytes = sizeof(SessionLease) * static_cast<Size>(room);
@@ -52,12 +72,15 @@ void reserve_session_lease_entry() {
 }  // namespace
 
 core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, LeaseScope scope) {
-    const core::LeaseBands bands = core::lease_bands(period, clock_now());
     const bool session = scope == LeaseScope::session;
+    free_expired_session_leases(clock_now());
     if (session) reserve_session_lease_entry();
 
     const LOCKTAG mutex = lease_tag(identity, LEASE_MUTEX_MARKER);
     (void)LockAcquire(&mutex, ExclusiveLock, false, false);
+    // The clock is read under the mutex: a lease another backend took while this one waited for it (or
+    // was descheduled) is in a band this reading sees.
+    const core::LeaseBands bands = core::lease_bands(period, clock_now());
     core::LeaseTally tally;
     for (int slot = 0; slot < slots; ++slot) {
         // A cancel here aborts the transaction, which releases the mutex and any transaction-level tag;
@@ -90,22 +113,18 @@ core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, Lea
         const LOCKTAG tag = lease_tag(
             core::lease_slot_tag(identity, static_cast<uint32>(tally.first_free), bands.current), LEASE_SESSION_MARKER);
         took = LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
-        if (took) session_leases[session_lease_count++] = SessionLease{identity, tag};
+        if (took) session_leases[session_lease_count++] = SessionLease{identity, tag, bands.current, period};
     }
     LockRelease(&mutex, ExclusiveLock, false);
     return core::lease_outcome(tally, bands, took, session && took);
 }
 
 bool lease_release(uint64 identity) {
-    for (int i = 0; i < session_lease_count;) {
-        if (session_leases[i].identity != identity) {
-            ++i;
-            continue;
-        }
+    free_expired_session_leases(clock_now());  // an expired lease is not the one to release: a live one is
+    for (int i = 0; i < session_lease_count; ++i) {
+        if (session_leases[i].identity != identity) continue;
         const LOCKTAG tag = session_leases[i].tag;
         forget_session_lease(i);
-        // Gone already (pg_advisory_unlock_all, DISCARD ALL): the next one of the key, if any.
-        if (!LockHeldByMe(&tag, ExclusiveLock)) continue;
         LockRelease(&tag, ExclusiveLock, true);
         return true;
     }

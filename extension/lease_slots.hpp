@@ -41,8 +41,9 @@ enum class LeaseScope { transaction, session };
 // (core::lease_outcome). ERROR 53200 if the lock table is full (nothing is then taken).
 core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, LeaseScope scope);
 
-// Releases this backend's oldest session lease of the key `identity`; false if it holds none (transaction
-// leases are not released early: they end with their transaction).
+// Releases this backend's oldest live session lease of the key `identity`; false if it holds none
+// (transaction leases are not released early: they end with their transaction). Every acquire and release
+// of the backend first gives back its expired session leases, which count for no one.
 bool lease_release(uint64 identity);
 
 }  // namespace pg_ratelimit

@@ -26,11 +26,11 @@ Lease Limiter::acquire(pqxx::transaction_base &tx, const std::string &key, const
     // Intervals as seconds (extract(epoch ...)): independent of the session's IntervalStyle.
     const std::string sql =
         "SELECT d.allowed, d.remaining, extract(epoch FROM d.retry_after),"
-        " extract(epoch FROM d.reset_after) FROM " +
+        " extract(epoch FROM d.reset_after), d.shadow_denied FROM " +
         schema_prefix(core_->options()) + "rate_limit_acquire($1, $2, $3) AS d";
     const char *scope_text = scope == LeaseScope::session ? "session" : "transaction";
     const pqxx::result result = detail::with_typed_errors([&] { return tx.exec_params(sql, key, limit, scope_text); });
-    if (result.size() != 1 || result.columns() != 4)
+    if (result.size() != 1 || result.columns() != 5)
         throw std::runtime_error("pg_ratelimit: rate_limit_acquire returned an unexpected result");
     const pqxx::row row = result[0];
     Lease lease;
@@ -38,6 +38,7 @@ Lease Limiter::acquire(pqxx::transaction_base &tx, const std::string &key, const
     lease.free_slots = row[1].as<std::int64_t>();
     lease.retry_after = detail::micros_from_seconds(row[2].c_str());
     lease.reset_after = detail::micros_from_seconds(row[3].c_str());
+    lease.shadow_denied = row[4].as<bool>();
     lease.scope = scope;
     lease.key = key;
     lease.limit = limit;

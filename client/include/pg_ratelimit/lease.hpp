@@ -14,7 +14,10 @@ namespace pg_ratelimit {
 enum class LeaseScope { transaction, session };
 
 struct Lease {
-    bool acquired = false;        // a slot was taken
+    bool acquired = false;        // the caller may go ahead: a slot was taken, unless shadow_denied
+    // A shadow limit (rate_limit_define(..., shadow => true)) had no free slot: the caller may go ahead
+    // (acquired), but holds no slot; a real limit would have refused.
+    bool shadow_denied = false;
     std::int64_t free_slots = 0;  // the key's free slots after the call (0 when denied)
     // Denied: a hint of when to try again: the soonest a session lease found expires, or one eighth of the
     // limit's period where a transaction lease holds the slot (its end is unknown). 0 when acquired.
