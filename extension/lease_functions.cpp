@@ -8,6 +8,7 @@
 #include "limit_kind.hpp"
 #include "message_text.hpp"
 #include "override_cache.hpp"
+#include "stats.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -38,6 +39,13 @@ Datum acquire_body(FunctionCallInfo fcinfo) {
         ereport(WARNING, (errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
                           errmsg("a transaction lease taken outside a transaction block ends with its statement"),
                           errhint("Acquire it between BEGIN and COMMIT, or with scope 'session'.")));
+    // Leases are locks in this server's own lock manager: a standby would count its holders apart from the
+    // primary's, and a SELECT routed to a replica would silently admit N more.
+    if (RecoveryInProgress())
+        ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION), errmsg("leases cannot be acquired on a standby"),
+                        errdetail("A lease is a lock in one server's lock manager: a standby cannot see the "
+                                  "primary's leases."),
+                        errhint("Acquire leases on the primary.")));
     const core::Limit named = limit_lookup(context.extension, context.schema, limit_name);
     require_concurrency_limit(named, limit_name);
     // The key's own number of slots (its override, if it has one: per-key tiers).
@@ -52,6 +60,8 @@ Datum acquire_body(FunctionCallInfo fcinfo) {
         outcome.allowed = true;
         outcome.shadow_denied = true;
     }
+    // An acquire counts as a request of one unit (a slot): allowed, denied or shadow_denied (stats.hpp).
+    stats_count(limit_name, SettleMode::request, false, 1, outcome, 0);
     return decision_datum(context, limit, outcome);
 }
 

@@ -96,7 +96,8 @@ core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, Lea
             continue;
         }
         // The transaction tag is ours now: kept if this slot becomes this call's transaction lease.
-        for (int back = 0; back < core::LEASE_LIVE_BANDS && !busy; ++back) {
+        // From the future band(s) down to the oldest live one.
+        for (int back = -core::LEASE_FUTURE_BANDS; back < core::LEASE_LIVE_BANDS && !busy; ++back) {
             const std::int64_t band = bands.current - back;
             busy = tag_busy(lease_tag(core::lease_slot_tag(identity, slot_number, band), LEASE_SESSION_MARKER));
             if (busy) core::tally_session_lease(&tally, bands, band);

@@ -8,7 +8,8 @@
 // rate_limit_release, at session end (also pg_advisory_unlock_all() and DISCARD ALL, which release every
 // session-level advisory lock). A backend that dies (pg_terminate_backend, a crash) has its locks released
 // by the lock manager, and a crash restart empties the lock table: a lease can never leak. Nothing is
-// written (no WAL, no table), no shared_preload_libraries is needed, and it works on a standby (per server).
+// written (no WAL, no table) and no shared_preload_libraries is needed. A standby refuses acquires: its
+// lock manager cannot see the primary's leases.
 //
 // The tags are advisory lock tags (LOCKTAG_ADVISORY): field1 the database OID, field2/field3 the 64 bits
 // of core::lease_slot_tag, field4 one of our markers below. SQL's advisory locks use field4 = 1 (bigint

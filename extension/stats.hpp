@@ -7,7 +7,8 @@
 //   "no traffic" where there was some). Counters are the server's: a standby counts its own calls, and
 //   a restart (or a crash) starts them at zero.
 // - One place: settle() (settle.cpp), the decision point of every function, calls stats_count() once per
-//   decided key, after the decision (and after a shadow limit's denial was turned into an admission).
+//   decided key, after the decision (and after a shadow limit's denial was turned into an admission);
+//   rate_limit_acquire, which decides without settle(), once per call as a request of one unit.
 //   Nothing is counted for a call that fails before or during its decision (bad input, 40001).
 // - What counts (mode of the settle() call):
 //     request   allowed or denied; admitted units into units_reserved (reserve => true) or

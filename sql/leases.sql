@@ -92,7 +92,8 @@ SELECT * FROM rate_limit_acquire('initech', 'exports', 'session');
 SET pg_ratelimit.fake_now = '2026-01-01 09:00:00';
 SELECT * FROM rate_limit_acquire('initech', 'exports', 'session');
 SELECT * FROM pg_temp.my_leases();
--- Releases come oldest first, expired ones included: three releases, then none left.
+-- The expired lease was given back by the acquire at 09:00 (its lock freed): two live leases, two releases,
+-- then none left.
 SELECT rate_limit_release('initech', 'exports'), rate_limit_release('initech', 'exports'),
        rate_limit_release('initech', 'exports'), rate_limit_release('initech', 'exports');
 SET pg_ratelimit.fake_now = '2026-01-01 00:00:00';
@@ -213,5 +214,26 @@ SELECT rate_limit_cleanup('exports'), rate_limit_cleanup();
 SELECT count(*) AS rows_left FROM rate_limit_state WHERE limit_name = 'exports';
 SELECT rate_limit_release('k', 'exports');
 
-SELECT rate_limit_drop('exports'), rate_limit_drop('ab'), rate_limit_drop('a'), rate_limit_drop('jittery');
+-- A concurrency limit's period cannot change (55000): session leases carry time bands of the period they
+-- were taken under. Another spelling of the same period is no change. N can change.
+SELECT rate_limit_define('exports', rate => 2, period => '9 hours', algorithm => 'concurrency');
+SELECT rate_limit_define('exports', rate => 3, period => '480 minutes', algorithm => 'concurrency');
+SELECT rate, period FROM rate_limit_config WHERE name = 'exports';
+-- A token bucket may become a concurrency limit of any period (it had no leases).
+SELECT rate_limit_define('was_bucket', rate => 2, period => '1 hour');
+SELECT rate_limit_define('was_bucket', rate => 2, period => '2 hours', algorithm => 'concurrency');
+
+-- The clock stepped back (NTP, a VM resumed): a session lease taken in the next band still counts. Bands of
+-- '8 hours' are an hour wide: a lease at 01:00:00.2, then the clock back at 00:59:59.9.
+SET pg_ratelimit.fake_now = '2026-01-02 01:00:00.2';
+SELECT a.allowed, b.allowed, c.allowed FROM rate_limit_acquire('stepped', 'exports', 'session') a,
+       rate_limit_acquire('stepped', 'exports', 'session') b, rate_limit_acquire('stepped', 'exports', 'session') c;
+SET pg_ratelimit.fake_now = '2026-01-02 00:59:59.9';
+SELECT allowed, remaining FROM rate_limit_acquire('stepped', 'exports', 'session');
+SELECT rate_limit_release('stepped', 'exports'), rate_limit_release('stepped', 'exports'),
+       rate_limit_release('stepped', 'exports'), rate_limit_release('stepped', 'exports');
+RESET pg_ratelimit.fake_now;
+
+SELECT rate_limit_drop('exports'), rate_limit_drop('ab'), rate_limit_drop('a'), rate_limit_drop('jittery'),
+       rate_limit_drop('was_bucket');
 SELECT * FROM pg_temp.my_leases();

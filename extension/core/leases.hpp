@@ -11,6 +11,10 @@
 // it expires between period and period + period/8 (+ 8 microseconds of rounding) after it was taken. A slot
 // is therefore busy for session leases while any of the 9 live bands (current - 8 .. current) is held.
 // Bands are full 64-bit numbers hashed into the tag, so an old band never comes back.
+//
+// The clock may step back (NTP, a VM resumed): a lease taken in the band after the current one counts
+// too, so a step back of up to one band (period / 8) hides no lease. A longer step hides the leases taken
+// in the bands it skips back over; a step forward expires leases early (README: leases).
 #pragma once
 
 #include <cstddef>
@@ -25,8 +29,9 @@ namespace pg_ratelimit::core {
 inline constexpr int MAX_LEASE_SLOTS = 10000;
 inline constexpr int LEASE_BANDS_PER_PERIOD = 8;
 inline constexpr int LEASE_LIVE_BANDS = LEASE_BANDS_PER_PERIOD + 1;
-// A free slot costs one probe of its transaction tag and one per live band.
-inline constexpr int LEASE_PROBES_PER_SLOT = 1 + LEASE_LIVE_BANDS;
+inline constexpr int LEASE_FUTURE_BANDS = 1;  // bands after the current one probed (a clock stepped back)
+// A free slot costs one probe of its transaction tag and one per live or future band.
+inline constexpr int LEASE_PROBES_PER_SLOT = 1 + LEASE_LIVE_BANDS + LEASE_FUTURE_BANDS;
 
 // The 64-bit identity of (limit name, key): every lock tag of the key derives from it. Two pairs with the
 // same identity share their slots (fewer admissions for both, never more); with 64 bits that takes about
@@ -46,7 +51,7 @@ struct LeaseBands {
 };
 [[nodiscard]] LeaseBands lease_bands(Micros period, Micros now) noexcept;
 
-// How long after now a session lease of `band` (one of the live bands) stops counting: in (0, 9 * width].
+// How long after now a session lease of `band` (a live or future band) stops counting: in (0, 10 * width].
 [[nodiscard]] Micros lease_band_expires_in(const LeaseBands &bands, std::int64_t band) noexcept;
 
 // What the probes of one key's slots found.

@@ -139,3 +139,35 @@ TEST_F(LeaseTest, WrongKindAndBadInputAreTyped) {
         tx.commit();
     }
 }
+
+TEST_F(LeaseTest, ShadowLimitLetsThroughWithoutASlotAndSaysSo) {
+    test_support::exec("SELECT rate_limit_define('" + limit +
+                       "', 2, '8 hours', algorithm => 'concurrency', shadow => true)");
+    auto connection = test_support::connect();
+    pqxx::work tx(*connection);
+    const pr::Lease first = limiter->acquire(tx, key, limit);
+    const pr::Lease second = limiter->acquire(tx, key, limit);
+    EXPECT_TRUE(first.acquired && !first.shadow_denied);
+    EXPECT_TRUE(second.acquired && !second.shadow_denied);
+    const pr::Lease third = limiter->acquire(tx, key, limit);
+    EXPECT_TRUE(third.acquired);       // a shadow limit never denies ...
+    EXPECT_TRUE(third.shadow_denied);  // ... but says that a real one would have, and that no slot is held
+    EXPECT_EQ(third.free_slots, 0);
+    tx.commit();
+}
+
+TEST_F(LeaseTest, PeriodChangeIsRefused) {
+    // Session leases carry time bands of the period they were taken under: 55000, and nothing changes.
+    std::string sqlstate;
+    try {
+        test_support::exec("SELECT rate_limit_define('" + limit + "', 2, '9 hours', algorithm => 'concurrency')");
+    } catch (const pqxx::sql_error &e) {
+        sqlstate = e.sqlstate();
+    }
+    EXPECT_EQ(sqlstate, "55000");
+    // Another spelling of the same period is no change; N may change.
+    test_support::exec("SELECT rate_limit_define('" + limit + "', 3, '480 minutes', algorithm => 'concurrency')");
+    auto connection = test_support::connect();
+    pqxx::work tx(*connection);
+    EXPECT_EQ(limiter->acquire(tx, key, limit).free_slots, 2);
+}

@@ -89,6 +89,17 @@ TEST(LeaseBands, ExpiryBetweenPeriodAndOneBandMore) {
     }
 }
 
+// A clock stepped back by less than one band: the lease taken in the band after the current one is among
+// those probed (LEASE_FUTURE_BANDS), and counts until a band after the live ones would end.
+TEST(LeaseBands, FutureBandCoversAStepBackOfOneBand) {
+    const Micros period = 8 * kHour;
+    const LeaseBands at_take = lease_bands(period, kHour + 200000);    // 01:00:00.2
+    const LeaseBands stepped = lease_bands(period, kHour - 100000);    // 00:59:59.9
+    EXPECT_EQ(at_take.current - stepped.current, LEASE_FUTURE_BANDS);  // probed: current + 1
+    EXPECT_EQ(lease_band_expires_in(stepped, at_take.current), 10 * stepped.width - stepped.into_current);
+    EXPECT_EQ(LEASE_PROBES_PER_SLOT, 1 + LEASE_LIVE_BANDS + LEASE_FUTURE_BANDS);
+}
+
 TEST(LeaseTags, DistinctPerKeySlotAndBand) {
     const std::uint64_t a = lease_identity("ab", 2, "c", 1);
     const std::uint64_t b = lease_identity("a", 1, "bc", 2);

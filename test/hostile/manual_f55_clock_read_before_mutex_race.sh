@@ -10,7 +10,10 @@
 # Attack: N = 1, period 8 s (1-second bands). Session B calls rate_limit_acquire(session) and is held 2.5 s
 # by gdb right after reading the clock (standing for a mutex wait or a preemption); meanwhile session A
 # acquires (session lease) and holds it; B resumes.
-# Expected: B denied (A holds the only slot). Needs gdb and ptrace rights on the server's backends (root).
+# Expected: exactly one of A and B admitted. Fixed: the clock is read under the key's mutex, so B, stopped
+# after its reading, holds the mutex and A waits for it (then finds the slot B took).
+# Manual (outside test/hostile/run.sh's default run): needs gdb and ptrace rights on the server's backends
+# (root, or kernel.yama.ptrace_scope = 0). Run: test/hostile/run.sh manual_f55_clock_read_before_mutex_race.sh
 here=$(dirname "$0")
 source "$here/lib.sh"
 command -v gdb >/dev/null || { echo "gdb is missing: cannot run"; exit 2; }
@@ -40,7 +43,6 @@ wait "$apid"
 a=$(head -n 1 "$work/a.out")
 echo '\q' >&"${B[1]}"
 grep -q 'lease_bands (period' "$work/gdb.out" || { cat "$work/gdb.out"; echo "B was never stopped after its clock reading"; exit 2; }
-echo "A (took the slot while B was held): $a; B (resumed): $b"
-[ "$a" = t ] || { echo "unexpected: A was denied"; exit 2; }
-[ "$b" = f ] && holds "an acquire delayed after its clock reading still sees the lease taken meanwhile"
-reproduced "N = 1: A and B both admitted (B read the clock 2.5 s before taking the key's mutex)"
+echo "A (acquired while B was held): $a; B (resumed): $b"
+[ "$a$b" = tf ] || [ "$a$b" = ft ] && holds "an acquire delayed after its clock reading: exactly one admitted ($a $b)"
+reproduced "N = 1, B held 2.5 s after its clock reading: A $a, B $b (not exactly one admitted)"
