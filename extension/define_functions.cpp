@@ -182,13 +182,13 @@ Datum define_body(FunctionCallInfo fcinfo) {
     // another period, acquires would look for other bands and no longer count the leases held.
     if (old_complete && old.algorithm == core::Algorithm::concurrency &&
         limit.algorithm == core::Algorithm::concurrency && old.period != limit.period)
-        ereport(ERROR,
-                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                 errmsg("the period of concurrency limit \"%s\" cannot be changed", clipped_text(text_to_cstring(name))),
-                 errdetail("Session leases held now were taken under the old period; under a new one they would "
-                           "no longer be counted."),
-                 errhint("Define a limit under another name, or drop this one and define it again (session "
-                         "leases held under the old period then stop counting).")));
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the period of concurrency limit \"%s\" cannot be changed",
+                               clipped_text(text_to_cstring(name))),
+                        errdetail("Session leases held now were taken under the old period; under a new one they would "
+                                  "no longer be counted."),
+                        errhint("Define a limit under another name, or drop this one and define it again (session "
+                                "leases held under the old period then stop counting).")));
     // Keys start afresh, under a new epoch, when asked to, when their numbers would mean something else
     // (another algorithm, unless it converts; another split over shards), or when their state would have
     // to move to another storage. A memory limit's keys also start afresh on any change of algorithm: its

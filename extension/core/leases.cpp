@@ -55,7 +55,8 @@ LeaseBands lease_bands(Micros period, Micros now) noexcept {
 
 Micros lease_band_expires_in(const LeaseBands &bands, std::int64_t band) noexcept {
     // (band + 9) * width - now, computed from the current band so that nothing can overflow.
-    const std::int64_t bands_left = band + LEASE_LIVE_BANDS - bands.current;  // 1 .. 9 for a live band, 10 for the future one
+    // 1 .. 9 for a live band, 10 for the future one.
+    const std::int64_t bands_left = band + LEASE_LIVE_BANDS - bands.current;
     return bands_left * bands.width - bands.into_current;
 }
 

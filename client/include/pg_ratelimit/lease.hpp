@@ -14,7 +14,7 @@ namespace pg_ratelimit {
 enum class LeaseScope { transaction, session };
 
 struct Lease {
-    bool acquired = false;        // the caller may go ahead: a slot was taken, unless shadow_denied
+    bool acquired = false;  // the caller may go ahead: a slot was taken, unless shadow_denied
     // A shadow limit (rate_limit_define(..., shadow => true)) had no free slot: the caller may go ahead
     // (acquired), but holds no slot; a real limit would have refused.
     bool shadow_denied = false;
