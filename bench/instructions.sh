@@ -51,10 +51,14 @@ for arg in "${scripts[@]}"; do
     case "${arg%%:*}" in
         ext_gcra | ext_fixed_window | ext_sliding_window | ext_calendar_month) load_systems+=",${arg%%:*}" ;;
         ext_all2) load_systems+=",ext_gcra" ;;  # its second limit is ext_gcra's
+        ext_memory | ext_memory_record) load_systems+=",ext_memory" ;;
     esac
 done
 
-start_cluster
+# Preloaded as bench/run.sh does (storage => 'memory' needs it), with the same room for memory keys; the
+# memory table is saved at the clean shutdown below and loaded again under callgrind.
+preload=(-c shared_preload_libraries=pg_ratelimit -c pg_ratelimit.memory_keys=300000)
+start_cluster "${preload[@]}"
 log "loading the benchmark's keys (the harness's preload)"
 "$ROOT/build-bench/bench/pg_ratelimit_bench" --systems "$load_systems" --clients 1 --rounds 1 --warmup 0 --seconds 0.05 \
     --sync off --keys-dist uniform --serializable-clients 0 --no-extra-cell --settle 0 --out "$CLUSTER_DIR/load" \
@@ -74,7 +78,7 @@ cg=$CLUSTER_DIR/callgrind
 "${RUN_AS_SERVER[@]}" mkdir "$cg"
 "${RUN_AS_SERVER[@]}" valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$cg/cg.%p" \
     "$PG_BIN/postgres" -D "$CLUSTER_DIR/data" -c listen_addresses= -c unix_socket_directories="$CLUSTER_DIR" \
-    -p 5432 -c synchronous_commit=off -c autovacuum=off >"$CLUSTER_DIR/valgrind.log" 2>&1 &
+    -p 5432 -c synchronous_commit=off -c autovacuum=off "${preload[@]}" >"$CLUSTER_DIR/valgrind.log" 2>&1 &
 valgrind_pid=$!
 for _ in $(seq 120); do psql -XAtq -c 'SELECT 1' >/dev/null 2>&1 && break; sleep 1; done
 psql -XAtq -c 'SELECT 1' >/dev/null || { cat "$CLUSTER_DIR/valgrind.log"; die "the server did not start under valgrind"; }

@@ -11,10 +11,11 @@
 #   bench/run.sh --storage-modes
 #                               the storage modes and batches (about 10 minutes): 2 clients, uniform keys, with
 #                               synchronous_commit off and on, SELECT 1, rate_limit_request on a durable, an
-#                               unlogged and a memory limit, and Redis GCRA; then per synchronous_commit a batch
-#                               cell (1 client): rate_limit_request_many of 1,000 keys per call in each mode
-#                               beside the single calls. Checks that fsync is on and records pg_test_fsync's
-#                               figures for the data directory (fsync.txt). Full protocol.
+#                               unlogged and a memory limit (also as a scalar), and Redis GCRA; then per
+#                               synchronous_commit a batch cell (1 client): rate_limit_request_many of 1,000
+#                               keys per call in each mode beside the single calls. Checks that fsync is on
+#                               and records pg_test_fsync's figures for the data directory (fsync.txt). Full
+#                               protocol.
 #   bench/run.sh --stats        what statistics cost (about 2 minutes): the default cell (sync off, 2 clients,
 #                               uniform keys) with SELECT 1 and rate_limit_request on a durable and a memory
 #                               limit, each with pg_ratelimit.stats on and off (ext_nostats,
@@ -58,7 +59,7 @@ while [ $# -gt 0 ]; do
             mode=storage-modes
             # shellcheck disable=SC2054  # the commas are the harness's list syntax
             harness_args+=(--sync off,on --clients 2 --keys-dist uniform --batch-clients 1
-                           --systems 'select1,ext,ext_unlogged,ext_memory,redis,many_durable,many_unlogged,many_memory'
+                           --systems 'select1,ext,ext_unlogged,ext_memory,ext_memory_record,redis,many_durable,many_unlogged,many_memory'
                            --no-extra-cell --serializable-clients 0) ;;
         --stats)
             mode=stats redis=0

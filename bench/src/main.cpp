@@ -86,6 +86,7 @@ struct Options {
                           the call in the seed's form, as a scalar: SELECT rate_limit_request($1, $2);
                           also ext_unlogged and ext_memory (ext is durable: limits with storage =>
                           'unlogged' and 'memory'; memory needs shared_preload_libraries = 'pg_ratelimit')
+                          and ext_memory_record (ext_memory as a scalar, like ext_record)
                           and ext_gcra, ext_fixed_window, ext_sliding_window (ext is the token bucket: the
                           same statement on limits with algorithm => 'gcra', 'fixed_window', 'sliding_window')
                           and ext_calendar_month (a fixed window of calendar months in Europe/Paris)
@@ -237,9 +238,9 @@ Options parse(int argc, char **argv) {
     }
     for (const auto &s : o.systems)
         if (s != "select1" && s != "update" && s != "upsert" && s != "seed" && s != "ext" && s != "ext_sql" &&
-            s != "ext_denied" && s != "ext_record" && s != "redis" && s != "ext_unlogged" && s != "ext_memory" &&
-            s != "many_durable" && s != "many_unlogged" && s != "many_memory" && s != "ext_nostats" &&
-            s != "ext_memory_nostats" && !is_algorithm_system(s))
+            s != "ext_denied" && s != "ext_record" && s != "ext_memory_record" && s != "redis" && s != "ext_unlogged" &&
+            s != "ext_memory" && s != "many_durable" && s != "many_unlogged" && s != "many_memory" &&
+            s != "ext_nostats" && s != "ext_memory_nostats" && !is_algorithm_system(s))
             usage("unknown system " + s);
     if (o.redis.empty()) o.systems.erase(std::remove(o.systems.begin(), o.systems.end(), "redis"), o.systems.end());
     if (o.serializable_only && (o.serializable_clients == 0 || o.serializable_dists.empty()))
@@ -606,7 +607,8 @@ int run(int argc, char **argv) {
         if (id == "ext_denied") owned.push_back(make_ext_denied(o.params));
         if (id == "ext_unlogged" || id == "ext_memory") owned.push_back(make_ext_storage(o.params, id.substr(4)));
         if (is_algorithm_system(id)) owned.push_back(make_ext_algorithm(o.params, id.substr(4)));
-        if (id == "ext_record") owned.push_back(make_ext_record(o.params));
+        if (id == "ext_record") owned.push_back(make_ext_record(o.params, "durable"));
+        if (id == "ext_memory_record") owned.push_back(make_ext_record(o.params, "memory"));
         if (id == "ext_nostats") owned.push_back(make_ext_nostats(o.params, "durable"));
         if (id == "ext_memory_nostats") owned.push_back(make_ext_nostats(o.params, "memory"));
         if (id == "redis") owned.push_back(make_redis_gcra(o.redis, redis_sha, EMISSION_US, BURST));

@@ -240,6 +240,11 @@ void storage_mode_targets(const std::vector<CellSummary> &cells, std::vector<Tar
                             ratio(memory->tps_vs_select1) + "× (" + thousands(memory->tps) + " vs " +
                                 thousands(select1->tps) + " tps)",
                             sync ? "reported" : yes_no(memory->tps_vs_select1 >= 0.8)});
+            if (const SystemSummary *scalar = find(*c, "ext_memory_record"))
+                rows.push_back({"memory as a scalar (`SELECT rate_limit_request($1, $2)`) ≥ 0.8× `SELECT 1`" + where,
+                                ratio(scalar->tps_vs_select1) + "× (" + thousands(scalar->tps) + " vs " +
+                                    thousands(select1->tps) + " tps)",
+                                sync ? "reported" : yes_no(scalar->tps_vs_select1 >= 0.8)});
             for (const char *id : {"ext", "ext_unlogged"})
                 if (const SystemSummary *s = find(*c, id))
                     rows.push_back(

@@ -403,13 +403,16 @@ std::unique_ptr<System> make_ext_sql(const Params &p) {
         first_is_true, SQL_PATH_SETTING);
 }
 
-std::unique_ptr<System> make_ext_record(const Params &p) {
+std::unique_ptr<System> make_ext_record(const Params &p, const std::string &storage) {
+    const bool durable = storage == "durable";
     return std::make_unique<PgSystem>(
-        "ext_record", "rate_limit_request as a scalar", p.conninfo, EXT_RECORD_SQL,
-        [limit = p.limit](pqxx::transaction_base &tx, const std::string &key) {
+        durable ? "ext_record" : "ext_" + storage + "_record",
+        durable ? "rate_limit_request as a scalar" : "rate_limit_request (" + storage + ") as a scalar", p.conninfo,
+        EXT_RECORD_SQL,
+        [limit = storage_limit(p, storage)](pqxx::transaction_base &tx, const std::string &key) {
             return tx.exec_prepared("q", key, limit);
         },
-        // "(t,999999999,00:00:00,00:00:00)"
+        // "(t,999999999,00:00:00,00:00:00,f)"
         [](const pqxx::result &r) { return r.size() == 1 && r[0][0].c_str()[1] == 't'; });
 }
 
@@ -534,7 +537,7 @@ std::string statement_sql(const std::string &id) {
     if (id == "ext_sql") return std::string(EXT_SQL) + " (after " + SQL_PATH_SETTING + ")";
     if (id == "ext_nostats" || id == "ext_memory_nostats")
         return std::string(EXT_SQL) + " (after " + STATS_OFF_SETTING + ")";
-    if (id == "ext_record") return EXT_RECORD_SQL;
+    if (id == "ext_record" || id == "ext_memory_record") return EXT_RECORD_SQL;
     if (id == "ext_ser" || id == "ext_ser_patient" || id == "ext_ser_sql" || id.rfind("ext_ser_shards", 0) == 0)
         return std::string(have_client_library()
                                ? "Limiter::request(tx, key, limit) inside run_transaction(SERIALIZABLE)"

@@ -61,7 +61,9 @@ std::unique_ptr<System> make_ext_algorithm(const Params &p, const std::string &a
 // The limit an algorithm's system uses: p.gcra_limit, p.fixed_window_limit, p.sliding_window_limit or
 // p.calendar_month_limit.
 const std::string &algorithm_limit(const Params &p, const std::string &algorithm);
-std::unique_ptr<System> make_ext_record(const Params &p);  // optional: SELECT rate_limit_request(...)
+// Optional: SELECT rate_limit_request(...), the decision as one record column (no FunctionScan), on the
+// durable limit ("ext_record") or the memory one ("ext_memory_record").
+std::unique_ptr<System> make_ext_record(const Params &p, const std::string &storage);
 std::unique_ptr<System> make_seed_serializable(const Params &p);
 // The client library with its default RetryPolicy (what an application gets), and with the patient
 // policy of the library's own example for a hot key (max_attempts 100, max_elapsed 30 s).
