@@ -22,6 +22,7 @@
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "limit_cache.hpp"
+#include "limit_kind.hpp"
 #include "limit_lock.hpp"
 #include "memory_state.hpp"
 #include "table_checks.hpp"
@@ -131,6 +132,17 @@ void forget_memory_state(const TriggerData *trigger, HeapTuple old_row, HeapTupl
         memory_state_forget_at_commit(name_of(trigger, old_row));
 }
 
+// A concurrency limit keeps its kind and its period (limit_kind.hpp), whoever writes the row: an UPDATE by
+// hand, logical replication, rate_limit_define (which checks first, for a message without this context).
+void require_concurrency_row_kept(const TriggerData *trigger, HeapTuple old_row, HeapTuple new_row) {
+    const TupleDesc desc = RelationGetDescr(trigger->tg_relation);
+    if (old_row == nullptr || new_row == nullptr || !limit_row_complete(old_row, desc, 2) ||
+        !same_column(trigger, old_row, new_row, 1))
+        return;
+    require_concurrency_kept(limit_from_row(old_row, desc, 2), limit_from_row(new_row, desc, 2),
+                             text_to_cstring(name_of(trigger, old_row)));
+}
+
 Datum config_row_body(FunctionCallInfo fcinfo) {
     const TriggerData *trigger = trigger_data(fcinfo, "rate_limit_config_row()", true);
     // Logical replication's apply worker fires row triggers only, never the statement trigger above: the
@@ -149,8 +161,10 @@ Datum config_row_body(FunctionCallInfo fcinfo) {
     // A row no call could use is refused here, with the error rate_limit_define gives (an unknown time zone,
     // a calendar period of months and days, a start with a calendar...: what the table's CHECKs cannot
     // say), rather than failing every call on the limit, and rate_limit_cleanup with them.
-    if (new_row != nullptr && name_of(trigger, new_row) != nullptr)
+    if (new_row != nullptr && name_of(trigger, new_row) != nullptr) {
         require_valid_limit(limit_from_row(new_row, RelationGetDescr(trigger->tg_relation), 2));
+        require_concurrency_row_kept(trigger, old_row, new_row);
+    }
     if (TRIGGER_FIRED_BY_INSERT(event) && name_of(trigger, new_row) != nullptr &&
         replaces_shipped_default(trigger, new_row))
         return PointerGetDatum(nullptr);  // the shipped row now holds the new values: skip the insert

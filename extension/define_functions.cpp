@@ -15,6 +15,7 @@
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "limit_cache.hpp"
+#include "limit_kind.hpp"
 #include "memory_state.hpp"
 #include "message_text.hpp"
 #include "override_hooks.hpp"
@@ -178,17 +179,7 @@ Datum define_body(FunctionCallInfo fcinfo) {
     // A row with a NULL where a value belongs (after a DBA's ALTER TABLE) is replaced: its keys start afresh.
     const bool old_complete = existed && limit_row_complete(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
     const core::Limit old = old_complete ? limit_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc) : core::Limit{};
-    // A session lease's tag carries a time band of the period it was taken under (core/leases.hpp): under
-    // another period, acquires would look for other bands and no longer count the leases held.
-    if (old_complete && old.algorithm == core::Algorithm::concurrency &&
-        limit.algorithm == core::Algorithm::concurrency && old.period != limit.period)
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("the period of concurrency limit \"%s\" cannot be changed",
-                               clipped_text(text_to_cstring(name))),
-                        errdetail("Session leases held now were taken under the old period; under a new one they would "
-                                  "no longer be counted."),
-                        errhint("Define a limit under another name, or drop this one and define it again (session "
-                                "leases held under the old period then stop counting).")));
+    if (old_complete) require_concurrency_kept(old, limit, text_to_cstring(name));  // the row trigger's check, first
     // Keys start afresh, under a new epoch, when asked to, when their numbers would mean something else
     // (another algorithm, unless it converts; another split over shards), or when their state would have
     // to move to another storage. A memory limit's keys also start afresh on any change of algorithm: its

@@ -65,14 +65,16 @@ Datum acquire_body(FunctionCallInfo fcinfo) {
     return decision_datum(context, limit, outcome);
 }
 
-// rate_limit_release(key, limit_name) -> boolean. Needs no definition: a lease of a limit dropped or
-// redefined since can still be released.
+// rate_limit_release(key, limit_name) -> boolean. Needs no definition: a lease of a limit dropped since
+// can still be released. Where the limit is defined, a lease of its period goes first.
 Datum release_body(FunctionCallInfo fcinfo) {
-    (void)call_context(fcinfo, false);
+    const CallContext context = call_context(fcinfo, false);
     text *key = key_arg(fcinfo, 0);
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
-    require_limit_name_length(limit_name);
-    PG_RETURN_BOOL(lease_release(identity_of(limit_name, key)));
+    core::Limit limit;
+    const bool defined = limit_find(context.extension, context.schema, limit_name, &limit) &&
+                         limit.algorithm == core::Algorithm::concurrency;
+    PG_RETURN_BOOL(lease_release(identity_of(limit_name, key), defined ? limit.period : 0));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "lease_slots.hpp"
 
+#include <initializer_list>
+
 #include "clock.hpp"
 
 namespace pg_ratelimit {
@@ -120,14 +122,17 @@ core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, Lea
     return core::lease_outcome(tally, bands, took, session && took);
 }
 
-bool lease_release(uint64 identity) {
+bool lease_release(uint64 identity, core::Micros period) {
     free_expired_session_leases(clock_now());  // an expired lease is not the one to release: a live one is
-    for (int i = 0; i < session_lease_count; ++i) {
-        if (session_leases[i].identity != identity) continue;
-        const LOCKTAG tag = session_leases[i].tag;
-        forget_session_lease(i);
-        LockRelease(&tag, ExclusiveLock, true);
-        return true;
+    // First a lease of the current period (the one acquires count), then any other.
+    for (const bool any_period : {false, true}) {
+        for (int i = 0; i < session_lease_count; ++i) {
+            if (session_leases[i].identity != identity || (!any_period && session_leases[i].period != period)) continue;
+            const LOCKTAG tag = session_leases[i].tag;
+            forget_session_lease(i);
+            LockRelease(&tag, ExclusiveLock, true);
+            return true;
+        }
     }
     return false;
 }

@@ -64,10 +64,10 @@ bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit) {
     return true;
 }
 
-bool limit_row_complete(HeapTuple row, TupleDesc desc) {
+bool limit_row_complete(HeapTuple row, TupleDesc desc, int first_column) {
     for (const int number : {1, 2, 3, 4, 7, 8, 9, 10, 12}) {
         bool isnull = false;
-        (void)SPI_getbinval(row, desc, number, &isnull);
+        (void)SPI_getbinval(row, desc, number + first_column - 1, &isnull);
         if (isnull) return false;
     }
     return true;
@@ -114,7 +114,7 @@ void require_limit_name_length(const text *name) {
                         errdetail("The name is %d bytes; the maximum is %d.", size, MAX_LIMIT_NAME_BYTES)));
 }
 
-core::Limit limit_lookup(Oid extension, Oid schema, const text *name) {
+bool limit_find(Oid extension, Oid schema, const text *name, core::Limit *limit) {
     require_limit_name_length(name);
     const int size = VARSIZE_ANY_EXHDR(name);
     char key[MAX_LIMIT_NAME_BYTES + 1];
@@ -126,21 +126,29 @@ core::Limit limit_lookup(Oid extension, Oid schema, const text *name) {
     const bool cached = !server_is_yugabytedb();
     HTAB *limits = cache_for(schema);
     auto *hit = cached ? static_cast<CacheEntry *>(hash_search(limits, key, HASH_FIND, nullptr)) : nullptr;
-    if (hit != nullptr) return hit->limit;
-    core::Limit limit;
+    if (hit != nullptr) {
+        *limit = hit->limit;
+        return true;
+    }
     require_usable_config_table(extension, schema, AccessShareLock);
     // The latest snapshot, not the transaction's: see the header comment.
     const int sql_token = extension_sql_begin(schema);
-    const bool found = limit_read(PointerGetDatum(name), GetLatestSnapshot(), &limit);
+    const bool found = limit_read(PointerGetDatum(name), GetLatestSnapshot(), limit);
     extension_sql_end(sql_token);
-    if (!found)
-        ereport(ERROR,
-                (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", text_to_cstring(name)),
-                 errhint("Define it with rate_limit_define().")));
+    if (!found) return false;
     // An invalidation processed while reading (the read takes locks) may have dropped the cache.
     limits = cache_for(schema);
     auto *entry = static_cast<CacheEntry *>(hash_search(limits, key, HASH_ENTER, nullptr));
-    entry->limit = limit;
+    entry->limit = *limit;
+    return true;
+}
+
+core::Limit limit_lookup(Oid extension, Oid schema, const text *name) {
+    core::Limit limit;
+    if (!limit_find(extension, schema, name, &limit))
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", text_to_cstring(name)),
+                 errhint("Define it with rate_limit_define().")));
     return limit;
 }
 

@@ -21,6 +21,8 @@ void limit_cache_init();
 // is longer than any limit's can be. A cache hit runs no SQL; a miss reads rate_limit_config through SPI
 // (connecting, nested if need be).
 core::Limit limit_lookup(Oid extension, Oid schema, const text *name);
+// The same, false where limit_lookup raises 42704.
+bool limit_find(Oid extension, Oid schema, const text *name, core::Limit *limit);
 
 // Reads a limit's row as `snapshot` sees it, bypassing the cache; false if there is none. Needs
 // extension_sql_begin() and require_usable_config_table() first.
@@ -31,7 +33,7 @@ bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit);
 // first_column: where LIMIT_COLUMNS begin in the row (2 in a row of rate_limit_config itself).
 core::Limit limit_from_row(HeapTuple row, TupleDesc desc, int first_column = 1);
 // Whether such a row has a value in every column the table declares NOT NULL.
-bool limit_row_complete(HeapTuple row, TupleDesc desc);
+bool limit_row_complete(HeapTuple row, TupleDesc desc, int first_column = 1);
 
 // ERROR 22001 for a name over MAX_LIMIT_NAME_BYTES.
 void require_limit_name_length(const text *name);

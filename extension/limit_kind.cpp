@@ -24,4 +24,21 @@ void require_concurrency_limit(const core::Limit &limit, const text *name) {
                                 "rate_limit_request() on this one.")));
 }
 
+void require_concurrency_kept(const core::Limit &before, const core::Limit &after, const char *name) {
+    if (before.algorithm != core::Algorithm::concurrency) return;
+    if (after.algorithm != core::Algorithm::concurrency)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("concurrency limit \"%s\" cannot become another kind of limit", clipped_text(name)),
+                        errdetail("Session leases held now would no longer be counted."),
+                        errhint("Drop it and define it again (session leases held then stop counting), or define "
+                                "the new limit under another name.")));
+    if (after.period != before.period)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the period of concurrency limit \"%s\" cannot be changed", clipped_text(name)),
+                        errdetail("Session leases held now were taken under the old period; under a new one they "
+                                  "would no longer be counted."),
+                        errhint("Drop it and define it again (session leases held under the old period then stop "
+                                "counting), or define a limit under another name.")));
+}
+
 }  // namespace pg_ratelimit

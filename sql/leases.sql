@@ -117,15 +117,19 @@ SELECT rate_limit_override_drop('bigcorp', 'exports');
 
 -- Redefinition while leases are held: the new N applies to new acquires. Raised from 2 to 3, one more is
 -- admitted; lowered to 1, the one slot left is held, so acquires are denied; the leases on the slots beyond
--- it stay until they end, uncounted (so until they end, more than the new N can be in flight).
+-- it stay until they end, uncounted (so until they end, up to the old N can be in flight, never more).
 SELECT g, d.allowed FROM generate_series(1, 2) AS g, LATERAL rate_limit_acquire('acme' || left(g::text, 0), 'exports', 'session') AS d;
 SELECT rate_limit_define('exports', rate => 3, period => '8 hours', algorithm => 'concurrency');
 SELECT allowed, remaining FROM rate_limit_acquire('acme', 'exports', 'session');
 SELECT rate_limit_define('exports', rate => 1, period => '8 hours', algorithm => 'concurrency');
 SELECT allowed, remaining FROM rate_limit_acquire('acme', 'exports', 'session');
 SELECT * FROM pg_temp.my_leases();
--- Dropped or redefined as a rate limit, a lease can still be released: rate_limit_release needs no
--- definition.
+-- A concurrency limit cannot become a rate limit (55000: its session leases would no longer count), by
+-- rate_limit_define or by hand; dropped (and defined again as a rate limit), a lease can still be
+-- released: rate_limit_release needs no definition.
+SELECT rate_limit_define('exports', rate => 5, period => '1 hour');
+UPDATE rate_limit_config SET algorithm = 'token_bucket' WHERE name = 'exports';
+SELECT rate_limit_drop('exports');
 SELECT rate_limit_define('exports', rate => 5, period => '1 hour');
 SELECT rate_limit_release('acme' || left(g::text, 0), 'exports') FROM generate_series(1, 4) AS g;
 SELECT rate_limit_release('nobody', 'no such limit');
@@ -218,6 +222,7 @@ SELECT rate_limit_release('k', 'exports');
 -- were taken under. Another spelling of the same period is no change. N can change.
 SELECT rate_limit_define('exports', rate => 2, period => '9 hours', algorithm => 'concurrency');
 SELECT rate_limit_define('exports', rate => 3, period => '480 minutes', algorithm => 'concurrency');
+UPDATE rate_limit_config SET period = '9 hours' WHERE name = 'exports';
 SELECT rate, period FROM rate_limit_config WHERE name = 'exports';
 -- A token bucket may become a concurrency limit of any period (it had no leases).
 SELECT rate_limit_define('was_bucket', rate => 2, period => '1 hour');
