@@ -4,7 +4,8 @@
 #   bench/instructions.sh [--no-install] [--fillfactor N] [SCRIPT[:PATH]...]
 #     SCRIPT: names from bench/pgbench/ (default: all of them), e.g. ext seed update, or
 #             `ext ext_gcra ext_fixed_window ext_sliding_window ext_calendar_month` for the algorithms beside
-#             the token bucket, `ext ext_all1 ext_all2` for rate_limit_request_all with one and two limits
+#             the token bucket, `ext ext_all1 ext_all2` for rate_limit_request_all with one and two limits,
+#             `select1 ext_memory ext_memory_record` for a memory limit, `many_memory` for a 1,000-key batch on it
 #     :PATH   run the script with pg_ratelimit.access_path = PATH (direct, sql or auto) on its connection,
 #             e.g. `ext ext:sql seed` counts the direct path, the SQL path and the seed in one run
 #     --fillfactor N   rewrite rate_limit_state with this fillfactor first (ALTER TABLE + VACUUM FULL)
@@ -51,7 +52,7 @@ for arg in "${scripts[@]}"; do
     case "${arg%%:*}" in
         ext_gcra | ext_fixed_window | ext_sliding_window | ext_calendar_month) load_systems+=",${arg%%:*}" ;;
         ext_all2) load_systems+=",ext_gcra" ;;  # its second limit is ext_gcra's
-        ext_memory | ext_memory_record) load_systems+=",ext_memory" ;;
+        ext_memory | ext_memory_record | many_memory) load_systems+=",ext_memory" ;;
     esac
 done
 

@@ -69,8 +69,10 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
     InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
     const auto *result = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
     require_decision_rows(result->setDesc);
-    // Decided in the keys' byte order (a key given twice: in turn), as rate_limit_request_all takes its
-    // rows, so that two calls naming shared keys in other orders never deadlock; rows in the order given.
+    // Table limits are decided in the keys' byte order (a key given twice: in turn), as
+    // rate_limit_request_all takes its rows, so that two calls naming shared keys in other orders never
+    // deadlock on the row locks they hold until commit; rows in the order given. A memory limit holds no
+    // lock from one key to the next: its keys are decided in the order given, without sorting.
     // (std::sort neither allocates nor throws here, and the keys are detoasted before it.)
     auto *key_texts = static_cast<text **>(palloc(sizeof(text *) * (count + 1)));
     auto *order = static_cast<int *>(palloc(sizeof(int) * (count + 1)));
@@ -78,10 +80,11 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
         key_texts[i] = DatumGetTextPP(keys[i]);
         order[i] = i;
     }
-    std::sort(order, order + count, [key_texts](int a, int b) {
-        const int bytes = compare_bytes(key_texts[a], key_texts[b]);
-        return bytes != 0 ? bytes < 0 : a < b;
-    });
+    if (limit.storage != core::Storage::memory)
+        std::sort(order, order + count, [key_texts](int a, int b) {
+            const int bytes = compare_bytes(key_texts[a], key_texts[b]);
+            return bytes != 0 ? bytes < 0 : a < b;
+        });
     auto *outcomes = static_cast<core::Outcome *>(palloc(sizeof(core::Outcome) * (count + 1)));
     for (int n = 0; n < count; ++n) {
         // A long batch can be cancelled between keys (memory limits keep what was decided until then).
