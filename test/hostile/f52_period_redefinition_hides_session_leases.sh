@@ -14,14 +14,8 @@
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review
-export PGOPTIONS="-c client_min_messages=error"  # B's autocommit probes warn that their lease ends at once
-q -c "SELECT rate_limit_define('exports', rate => 1, period => '1 hour', algorithm => 'concurrency')" >/dev/null || exit 2
-out=$(q_any -v VERBOSITY=sqlstate -c "SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session')" \
-    -c "\\! psql -X -q -At -c \"SELECT allowed FROM rate_limit_acquire('acme', 'exports')\"" \
-    -c "SELECT rate_limit_define('exports', rate => 1, period => '2 hours', algorithm => 'concurrency')" \
-    -c "SELECT rate_limit_define('exports', rate => 1, period => '60 minutes', algorithm => 'concurrency')" \
-    -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21070 AND pid = pg_backend_pid() AND granted" \
-    -c "\\! psql -X -q -At -c \"SELECT allowed FROM rate_limit_acquire('acme', 'exports')\"" 2>&1 | tr '\n' ' ')
+out=$(lease_held_across -c "SELECT rate_limit_define('exports', rate => 1, period => '2 hours', algorithm => 'concurrency')" \
+    -c "SELECT rate_limit_define('exports', rate => 1, period => '60 minutes', algorithm => 'concurrency')")
 echo "A acquires, B before, define 2 hours, define 60 minutes (same period), A's leases, B after: $out"
 read -r a before refused same held after <<<"$out"
 [ "$a" = t ] && [ "$before" = f ] && [ "$held" = 1 ] || { echo "unexpected setup"; exit 2; }

@@ -14,16 +14,10 @@
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review
-export PGOPTIONS="-c client_min_messages=error"  # B's autocommit probes warn that their lease ends at once
-q -c "SELECT rate_limit_define('exports', rate => 1, period => '1 hour', algorithm => 'concurrency')" >/dev/null || exit 2
-out=$(q_any -v VERBOSITY=sqlstate -c "SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session')" \
-    -c "\\! psql -X -q -At -c \"SELECT allowed FROM rate_limit_acquire('acme', 'exports')\"" \
-    -c "BEGIN" \
+out=$(lease_held_across -c "BEGIN" \
     -c "SELECT 'away' FROM rate_limit_define('exports', rate => 1, period => '2 hours', algorithm => 'token_bucket')" \
     -c "SELECT 'back' FROM rate_limit_define('exports', rate => 1, period => '2 hours', algorithm => 'concurrency')" \
-    -c "COMMIT" \
-    -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21070 AND pid = pg_backend_pid() AND granted" \
-    -c "\\! psql -X -q -At -c \"SELECT allowed FROM rate_limit_acquire('acme', 'exports')\"" 2>&1 | tr '\n' ' ')
+    -c "COMMIT")
 echo "A acquires, B before, define token_bucket 2 hours + concurrency 2 hours, A's leases, B after: $out"
 read -r a before _ <<<"$out"
 held=$(awk '{print $(NF-1)}' <<<"$out")

@@ -11,13 +11,7 @@
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review
-export PGOPTIONS="-c client_min_messages=error"  # B's autocommit probes warn that their lease ends at once
-q -c "SELECT rate_limit_define('exports', rate => 1, period => '1 hour', algorithm => 'concurrency')" >/dev/null || exit 2
-out=$(q_any -v VERBOSITY=sqlstate -c "SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session')" \
-    -c "\\! psql -X -q -At -c \"SELECT allowed FROM rate_limit_acquire('acme', 'exports')\"" \
-    -c "UPDATE rate_limit_config SET period = '2 hours' WHERE name = 'exports'" \
-    -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21070 AND pid = pg_backend_pid() AND granted" \
-    -c "\\! psql -X -q -At -c \"SELECT allowed FROM rate_limit_acquire('acme', 'exports')\"" 2>&1 | tr '\n' ' ')
+out=$(lease_held_across -c "UPDATE rate_limit_config SET period = '2 hours' WHERE name = 'exports'")
 echo "A acquires, B before, UPDATE period 2 hours, A's leases, B after: $out"
 read -r a before _ <<<"$out"
 held=$(awk '{print $(NF-1)}' <<<"$out")

@@ -73,3 +73,18 @@ restore_memory_eviction() {
     done
     cleanup_review
 }
+
+# A session lease held across a change (f52, f59, f60): defines 'exports' (concurrency, N = 1, period 1
+# hour); in one session, A takes its only slot with a session lease and another session B probes it; then
+# the -c commands given run in A's session; then A's session leases are counted and B probes again. Prints
+# every output on one line: A's decision, B's before, what the commands print (errors as SQLSTATEs), the
+# count, B's after. B's autocommit probes would warn that their lease ends at once: messages at ERROR only.
+lease_held_across() {
+    export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=error"
+    q -c "SELECT rate_limit_define('exports', rate => 1, period => '1 hour', algorithm => 'concurrency')" >/dev/null ||
+        return 2
+    local probe="\\! psql -X -q -At -c \"SELECT allowed FROM rate_limit_acquire('acme', 'exports')\""
+    q_any -v VERBOSITY=sqlstate -c "SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session')" -c "$probe" "$@" \
+        -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21070 AND pid = pg_backend_pid() AND granted" \
+        -c "$probe" | tr '\n' ' '
+}
