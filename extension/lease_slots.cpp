@@ -24,12 +24,14 @@ bool tag_busy(const LOCKTAG &tag) {
 }
 
 // This backend's session leases, oldest first (for rate_limit_release), in TopMemoryContext, each with its
-// band and the period it was taken under (which say when it expires).
+// band and the period it was taken under (which say when it expires), and the nesting level of the
+// (sub)transaction that took it until that transaction commits (0 after).
 struct SessionLease {
     uint64 identity;
     LOCKTAG tag;
     std::int64_t band;
     core::Micros period;
+    int level;
 };
 SessionLease *session_leases = nullptr;
 int session_lease_count = 0;
@@ -60,6 +62,40 @@ void free_expired_session_leases(core::Micros now) {
     }
 }
 
+// Gives back the session leases taken at nesting level `level` or deeper: their (sub)transaction aborted.
+// The lock manager keeps session locks through a rollback; the caller was not told (a cancel or an error
+// after the acquire returned) or its work is undone, as a rate limit's consumption would be. Called from
+// abort callbacks: nothing here can fail (a lease whose lock is gone is only forgotten).
+void release_aborted_session_leases(int level) {
+    for (int i = session_lease_count - 1; i >= 0; --i) {
+        const SessionLease lease = session_leases[i];
+        if (lease.level == 0 || lease.level < level) continue;
+        forget_session_lease(i);
+        if (LockHeldByMe(&lease.tag, ExclusiveLock)) LockRelease(&lease.tag, ExclusiveLock, true);
+    }
+}
+
+void on_transaction_end(XactEvent event, void *) {
+    if (session_lease_count == 0) return;
+    if (event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT) {
+        release_aborted_session_leases(1);
+    } else if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PREPARE) {
+        // Kept: a session lease outlives the transaction that took it (a prepared one included).
+        for (int i = 0; i < session_lease_count; ++i) session_leases[i].level = 0;
+    }
+}
+
+void on_subtransaction_end(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
+    if (session_lease_count == 0) return;
+    const int level = GetCurrentTransactionNestLevel();  // the ending subtransaction's
+    if (event == SUBXACT_EVENT_ABORT_SUB) {
+        release_aborted_session_leases(level);
+    } else if (event == SUBXACT_EVENT_COMMIT_SUB) {
+        for (int i = 0; i < session_lease_count; ++i)
+            if (session_leases[i].level >= level) session_leases[i].level = level - 1;
+    }
+}
+
 // Room for one more entry, made before the lock is taken so that nothing can fail between taking it and
 // recording it.
 void reserve_session_lease_entry() {
@@ -72,6 +108,11 @@ void reserve_session_lease_entry() {
 }
 
 }  // namespace
+
+void lease_slots_init() {
+    RegisterXactCallback(on_transaction_end, nullptr);
+    RegisterSubXactCallback(on_subtransaction_end, nullptr);
+}
 
 core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, LeaseScope scope) {
     const bool session = scope == LeaseScope::session;
@@ -111,12 +152,14 @@ core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, Lea
 
     bool took = !session && tally.first_free >= 0;
     if (session && tally.first_free >= 0) {
-        // Taken last, after every probe: no interrupt can come between the take and the record, so a
-        // session lease the caller was not told about cannot be left behind.
+        // Taken last, after every probe: no interrupt can come between the take and the record, which the
+        // abort callbacks read: a lease whose statement fails later (the caller never told) is given back.
         const LOCKTAG tag = lease_tag(
             core::lease_slot_tag(identity, static_cast<uint32>(tally.first_free), bands.current), LEASE_SESSION_MARKER);
         took = LockAcquire(&tag, ExclusiveLock, true, true) != LOCKACQUIRE_NOT_AVAIL;
-        if (took) session_leases[session_lease_count++] = SessionLease{identity, tag, bands.current, period};
+        if (took)
+            session_leases[session_lease_count++] =
+                SessionLease{identity, tag, bands.current, period, GetCurrentTransactionNestLevel()};
     }
     LockRelease(&mutex, ExclusiveLock, false);
     return core::lease_outcome(tally, bands, took, session && took);

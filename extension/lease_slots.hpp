@@ -6,10 +6,11 @@
 // for one taken after the savepoint), handed to the prepared transaction by PREPARE TRANSACTION and
 // released when that commits or rolls back; a session lease is a session-level lock, released by
 // rate_limit_release, at session end (also pg_advisory_unlock_all() and DISCARD ALL, which release every
-// session-level advisory lock). A backend that dies (pg_terminate_backend, a crash) has its locks released
-// by the lock manager, and a crash restart empties the lock table: a lease can never leak. Nothing is
-// written (no WAL, no table) and no shared_preload_libraries is needed. A standby refuses acquires: its
-// lock manager cannot see the primary's leases.
+// session-level advisory lock), and by a rollback of the (sub)transaction that took it (our callbacks:
+// the lock manager keeps session locks through a rollback). A backend that dies (pg_terminate_backend, a
+// crash) has its locks released by the lock manager, and a crash restart empties the lock table: a lease
+// can never leak. Nothing is written (no WAL, no table) and no shared_preload_libraries is needed. A
+// standby refuses acquires: its lock manager cannot see the primary's leases.
 //
 // The tags are advisory lock tags (LOCKTAG_ADVISORY): field1 the database OID, field2/field3 the 64 bits
 // of core::lease_slot_tag, field4 one of our markers below. SQL's advisory locks use field4 = 1 (bigint
@@ -36,6 +37,9 @@ inline constexpr uint16 LEASE_MUTEX_MARKER = 21071;        // ... of a key's mut
 static_assert(LEASE_TRANSACTION_MARKER > LIMIT_LOCK_MARKER && LEASE_MUTEX_MARKER > LIMIT_LOCK_MARKER);
 
 enum class LeaseScope { transaction, session };
+
+// Registers the transaction callbacks that release the session leases a rolled-back (sub)transaction took.
+void lease_slots_init();
 
 // Takes one of the `slots` slots of the key `identity` (core::lease_identity) if one is free, for the
 // scope given; session leases expire after `period` (core/leases.hpp: time bands). Returns the decision

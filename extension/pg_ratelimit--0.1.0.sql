@@ -359,7 +359,7 @@ CREATE FUNCTION @extschema@.rate_limit_acquire(key text, limit_name text, scope 
 RETURNS @extschema@.rate_limit_decision
 AS 'MODULE_PATHNAME', 'rate_limit_acquire' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_acquire(text, text, text) IS
-    'takes one of the slots of key under a concurrency limit if one is free, until the transaction ends (scope transaction) or until rate_limit_release, session end or the limit''s period (scope session); remaining = free slots after the call; refused on a standby (leases are one server''s locks)';
+    'takes one of the slots of key under a concurrency limit if one is free, until the transaction ends (scope transaction) or until rate_limit_release, session end or the limit''s period (scope session; gone too if the transaction or savepoint that took it rolls back); remaining = free slots after the call; refused on a standby (leases are one server''s locks)';
 
 CREATE FUNCTION @extschema@.rate_limit_release(key text, limit_name text)
 RETURNS boolean AS 'MODULE_PATHNAME', 'rate_limit_release' LANGUAGE C VOLATILE SECURITY DEFINER;

@@ -697,8 +697,8 @@ SELECT decisions = pg_temp.decisions() AS same_decisions FROM decisions_before;
 
 -- Leases (rate_limit_acquire, rate_limit_release), crossed the same way against a concurrency limit 'cc' of
 -- 2 slots defined for them; every other limit (tb, the default, ...) is of the wrong kind (42809). A valid
--- session-scoped case keeps its lease past the rolled-back savepoint (session leases survive rollbacks):
--- they are all released at the end of the section.
+-- session-scoped case's lease goes with its rolled-back savepoint, as a lease taken by any (sub)transaction
+-- that rolls back does: no case leaves one, and rate_limit_release finds none (false).
 SELECT rate_limit_define('cc', rate => 2, period => '1 hour', algorithm => 'concurrency');
 INSERT INTO arguments VALUES
     ('rate_limit_acquire', 1, 'key', 'key', $$'half'$$),
@@ -791,7 +791,7 @@ SELECT count(*) AS lease_cases, count(*) FILTER (WHERE outcome NOT LIKE 'ok%') A
        count(*) FILTER (WHERE outcome LIKE 'XX%') AS internal_errors
   FROM lease_results;
 SELECT left(outcome, 5) AS sqlstate, count(*) FROM lease_results WHERE outcome NOT LIKE 'ok%' GROUP BY 1 ORDER BY 1;
--- The session leases the valid cases took, then none.
+-- No session lease is left by the cases (each rolled back), nor after pg_advisory_unlock_all().
 SELECT count(*) AS session_leases FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21070 AND pid = pg_backend_pid();
 SELECT pg_advisory_unlock_all();
 SELECT count(*) AS leases FROM pg_locks WHERE locktype = 'advisory' AND objsubid IN (21069, 21070);

@@ -61,17 +61,36 @@ BEGIN
 END
 $$;
 
--- Session leases survive COMMIT and ROLLBACK, and go at rate_limit_release (the oldest first) or at
--- session end. reset_after: until the last session lease expires (8 hours, rounded up to the band).
+-- Session leases survive the COMMIT of the transaction that took them, and the transactions after it, and go
+-- at rate_limit_release (the oldest first) or at session end. reset_after: until the last session lease
+-- expires (8 hours, rounded up to the band).
 BEGIN;
 SELECT * FROM rate_limit_acquire('acme', 'exports', 'session');
 COMMIT;
 BEGIN;
 SELECT * FROM rate_limit_acquire('acme', 'exports', 'session');
+-- One taken by a transaction, a savepoint or a statement that fails goes with it, as a rate limit's
+-- consumption would: the work it was for is undone (or its caller never saw the decision).
 ROLLBACK;
 SELECT * FROM pg_temp.my_leases();
+SELECT a.allowed, 1 / (a.remaining - a.remaining) FROM rate_limit_acquire('acme', 'exports', 'session') AS a;
+SELECT * FROM pg_temp.my_leases();
+BEGIN;
+SAVEPOINT s;
+SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session');
+ROLLBACK TO SAVEPOINT s;
+SELECT * FROM pg_temp.my_leases();
+-- Kept once its savepoint is released and its transaction commits.
+SAVEPOINT s;
+SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session');
+RELEASE SAVEPOINT s;
+COMMIT;
+SELECT * FROM pg_temp.my_leases();
 SELECT * FROM rate_limit_acquire('acme', 'exports');
+-- rate_limit_release frees the slot at once, whatever becomes of its transaction (as pg_advisory_unlock).
+BEGIN;
 SELECT rate_limit_release('acme', 'exports');
+ROLLBACK;
 SELECT allowed, remaining FROM rate_limit_acquire('acme', 'exports');
 SELECT rate_limit_release('acme', 'exports'), rate_limit_release('acme', 'exports');
 -- A transaction lease is not released early: it ends with its transaction.

@@ -6,7 +6,8 @@
 # 2. pg_terminate_backend of a holder with a session lease and a transaction lease in an open transaction.
 # 3. kill -9 of a holder (the postmaster's crash restart empties the lock table): nothing stays held.
 # 4. Two-phase commit: PREPARE TRANSACTION hands the transaction leases to the prepared transaction, which
-#    holds them after its session is gone, until COMMIT PREPARED / ROLLBACK PREPARED.
+#    holds them after its session is gone, until COMMIT PREPARED / ROLLBACK PREPARED; a session lease it
+#    took stays with the session.
 # 5. pgbench, 8 clients on one key of 3 slots, half taking transaction leases and half session leases: a
 #    sampler reading pg_locks throughout never sees more than 3 leases held, and both kinds were admitted
 #    and denied.
@@ -110,6 +111,12 @@ check "PREPARE with a session lease held too" \
          -c "SELECT count(*) FROM pg_locks WHERE objsubid IN (21069, 21070) AND granted")" "$(printf 't\nt\n2')"
 check "the session lease went with its session, the prepared one stays" "$(leases)" "1,0"
 q -c "COMMIT PREPARED 'mixed'"
+# A session lease taken by the transaction prepared stays with the session: PREPARE is that transaction's
+# last act in it, and a later ROLLBACK PREPARED (a transaction of its own) does not take it back.
+check "a session lease taken by a prepared transaction stays with its session" \
+    "$(q -c "BEGIN" -c "SELECT (rate_limit_acquire('s2', 'exports', 'session')).allowed" \
+         -c "PREPARE TRANSACTION 'with_session'" -c "ROLLBACK PREPARED 'with_session'" \
+         -c "SELECT count(*) FROM pg_locks WHERE objsubid = 21070 AND pid = pg_backend_pid()")" "$(printf 't\n1')"
 
 # 5. pgbench: mixed scopes on one key of 3 slots; a sampler reads pg_locks throughout (pg_locks takes every
 #    partition lock of the lock table: each sample is one consistent picture).

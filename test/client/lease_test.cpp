@@ -1,5 +1,6 @@
 // Limiter::acquire and Limiter::release (concurrency limits), against the test server: leases held by the
-// caller's connections, released at commit, at rollback, by release() and when the connection closes.
+// caller's connections, released at commit, at rollback, by release() and when the connection closes; a
+// session lease taken by a transaction that rolls back goes with it.
 #include <gtest/gtest.h>
 
 #include <pg_ratelimit/client.hpp>
@@ -87,6 +88,40 @@ TEST_F(LeaseTest, SessionLeaseOutlivesItsTransactionUntilRelease) {
     }
     pqxx::work tx(*other);
     EXPECT_EQ(limiter->acquire(tx, key, limit).free_slots, 1);
+    tx.commit();
+}
+
+// A session lease taken by a transaction that rolls back goes with it: an aborted transaction's is given
+// back, and run_transaction's retry of a 40001 holds one lease in the end, not one per attempt.
+TEST_F(LeaseTest, SessionLeaseGoesWithItsRolledBackTransaction) {
+    auto holder = test_support::connect();
+    {
+        pqxx::work tx(*holder);
+        EXPECT_TRUE(limiter->acquire(tx, key, limit, pr::LeaseScope::session));
+        tx.abort();
+    }
+    const std::string rate_limit = test_support::define_limit("leases_rate", 10, "1 hour");
+    (void)limiter->request("hot", rate_limit);  // "hot" has a row: the conflict below is an UPDATE
+    int calls = 0;
+    const pr::Lease lease = pr::run_transaction(*holder, pr::isolation::serializable, [&](pqxx::work &tx) {
+        ++calls;
+        const pr::Lease taken = limiter->acquire(tx, key, limit, pr::LeaseScope::session);  // takes the snapshot
+        if (calls == 1) {
+            auto other = test_support::connect();
+            pqxx::work elsewhere{*other};
+            elsewhere.exec_params("SELECT rate_limit_request($1, $2)", "hot", rate_limit);
+            elsewhere.commit();
+        }
+        (void)limiter->request(tx, "hot", rate_limit);  // 40001 in the first attempt
+        return taken;
+    });
+    EXPECT_EQ(calls, 2);
+    EXPECT_TRUE(lease);
+    EXPECT_EQ(lease.free_slots, 1);  // the first attempt's lease went with its rollback
+    pqxx::work tx(*holder);
+    EXPECT_EQ(tx.exec1("SELECT count(*) FROM pg_locks WHERE objsubid = 21070 AND pid = pg_backend_pid()")[0].as<int>(),
+              1);
+    EXPECT_TRUE(limiter->release(tx, key, limit));
     tx.commit();
 }
 

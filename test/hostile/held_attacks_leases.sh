@@ -183,7 +183,17 @@ grep -q '^NOTICE:' <<<"$out" && grep -q '^ERROR:  53200' <<<"$out" && grep -q '^
     ok "lock table full (one transaction's transaction leases), a session acquire then fails 53200 and takes nothing" ||
     bad "lock table full: $out"
 
-# 12b. (Cancels during an acquire of an N = 10,000 key: open_f62_cancel_keeps_session_lease.sh.)
+# 12b. Cancels (statement_timeout of 1 to 60 ms) during the probes of an N = 10,000 key: every session
+#      lease held was reported allowed, none more (a cancel after the take releases it: f62); no mutex or
+#      transaction tag left behind.
+q -c "SELECT rate_limit_define('big', rate => 10000, period => '1 hour', algorithm => 'concurrency')" >/dev/null
+out=$(for i in $(seq 1 60); do echo "SET statement_timeout = '${i}ms'; SELECT allowed FROM rate_limit_acquire('k', 'big', 'session');"; done |
+    { cat; echo "RESET statement_timeout; SELECT 'held', count(*) FROM pg_locks WHERE objsubid = 21070 AND pid = pg_backend_pid();
+                 SELECT 'other', count(*) FROM pg_locks WHERE objsubid IN (21069, 21071);"; } | q_any -v VERBOSITY=sqlstate)
+allowed=$(grep -c '^t$' <<<"$out"); cancels=$(grep -c '57014' <<<"$out")
+[ "$(grep '^held|' <<<"$out" | cut -d'|' -f2)" = "$allowed" ] && grep -q '^other|0$' <<<"$out" && [ "$cancels" -gt 0 ] &&
+    [ $((allowed + cancels)) = 60 ] && ok "cancels mid-probe: $cancels cancelled, $allowed allowed, $allowed held, nothing else left" ||
+    bad "cancels: $allowed allowed, $cancels cancelled / $(grep -v '^t$' <<<"$out" | grep -v 57014)"
 
 # 12c. A DBA's UPDATEs of a concurrency limit's row under session_replication_role = replica (1e9 slots,
 #      shards and memory storage, a negative or zero period) are refused (22023) like rate_limit_define's;

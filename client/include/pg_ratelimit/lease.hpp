@@ -10,7 +10,8 @@ namespace pg_ratelimit {
 
 // transaction: held until the transaction that took it commits or rolls back (or, prepared, until COMMIT
 // PREPARED / ROLLBACK PREPARED). session: held by the connection until Limiter::release(), until the
-// connection closes, or until the limit's period has passed (it then stops counting).
+// connection closes, or until the limit's period has passed (it then stops counting); released at once if
+// the transaction that took it rolls back (a retried serialization failure takes no second one).
 enum class LeaseScope { transaction, session };
 
 struct Lease {

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Finding 62 (low-medium; CI on 7a06957 caught it once in five runs of held_attacks_leases.sh, whose check
-# 12b it was): a statement cancelled (statement_timeout, pg_cancel_backend) just after rate_limit_acquire
-# took a session lease keeps that lease: the caller gets 57014, never the decision, yet one more slot of the
-# key stays held until rate_limit_release, session end or the period. The lease is taken last inside the
-# call (no interrupt between the take and its record), but the executor checks for interrupts after the
-# function returns, before the row reaches the client. Transaction leases are not affected (the cancel
-# rolls them back).
+# 12b it was), at its exact instant: a statement cancelled (statement_timeout, pg_cancel_backend) just after
+# rate_limit_acquire took a session lease kept that lease: the caller got 57014, never the decision, yet one
+# more slot of the key stayed held until rate_limit_release, session end or the period. The lease is taken
+# last inside the call, but the executor checks for interrupts after the function returns, before the row
+# reaches the client. f62_cancel_keeps_session_lease.sh (default run) attacks the same with the cancel later
+# in the statement, without gdb.
 # Attack, made deterministic with gdb: session B calls rate_limit_acquire(session) and is stopped in
 # stats_count (after the lease is taken, before the function returns); a pg_cancel_backend(B) arrives; B
 # resumes.
 # Expected: B's statement cancelled and no session lease left held (or the decision delivered and the lease
-# held). Fix to consider: release a session lease taken by a statement whose transaction then aborts (a
-# transaction callback), and document it. Needs gdb and ptrace rights (root); outside the default run.
+# held). Fixed: a session lease taken by a (sub)transaction that aborts is released (transaction callbacks).
+# Manual (outside test/hostile/run.sh's default run): needs gdb and ptrace rights on the server's backends
+# (root, or kernel.yama.ptrace_scope = 0). Run: test/hostile/run.sh manual_f62_cancel_keeps_session_lease_gdb.sh
 here=$(dirname "$0")
 source "$here/lib.sh"
 command -v gdb >/dev/null || { echo "gdb is missing: cannot run"; exit 2; }
