@@ -407,9 +407,19 @@ struct Period {
 };
 
 constexpr Period kPeriods[] = {
-    {CalendarUnit::day, 1, "1 day"},     {CalendarUnit::day, 2, "2 days"},     {CalendarUnit::day, 3, "3 days"},
-    {CalendarUnit::day, 7, "7 days"},    {CalendarUnit::week, 1, "1 week"},    {CalendarUnit::week, 2, "2 weeks"},
-    {CalendarUnit::month, 1, "1 month"}, {CalendarUnit::month, 3, "3 months"}, {CalendarUnit::month, 12, "12 months"},
+    {CalendarUnit::day, 1, "1 day"},
+    {CalendarUnit::day, 2, "2 days"},
+    {CalendarUnit::day, 3, "3 days"},
+    {CalendarUnit::day, 7, "7 days"},
+    {CalendarUnit::week, 1, "1 week"},
+    {CalendarUnit::week, 2, "2 weeks"},
+    {CalendarUnit::month, 1, "1 month"},
+    {CalendarUnit::month, 3, "3 months"},
+    {CalendarUnit::month, 12, "12 months"},
+    // The longest of each unit: about a century.
+    {CalendarUnit::day, MAX_CALENDAR_DAYS, "36600 days"},
+    {CalendarUnit::week, MAX_CALENDAR_WEEKS, "5220 weeks"},
+    {CalendarUnit::month, MAX_CALENDAR_MONTHS, "1200 months"},
 };
 
 // The local day on which window k begins (dates.hpp: glibc's arithmetic, not the core's).
