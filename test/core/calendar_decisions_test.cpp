@@ -264,7 +264,7 @@ TEST(CalendarDecisions, FarEndOfTheTimestampRange) {
         EXPECT_FALSE(Request(limit, &stored, next - 1, 1).allowed) << zone.name;
         // A century-long window from the first instant PostgreSQL knows.
         const Limit century = CalendarWindow(10, 10, CalendarUnit::month, MAX_CALENDAR_MONTHS, *zone.zone);
-        const Outcome early = Request(century, nullptr, -211813488000000000, 10);
+        const Outcome early = Request(century, nullptr, kPgMinTimestamp, 10);
         EXPECT_TRUE(early.allowed) << zone.name;
         EXPECT_GT(early.reset_after, 0) << zone.name;
         EXPECT_LE(early.reset_after, MAX_DURATION) << zone.name;

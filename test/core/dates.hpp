@@ -1,5 +1,6 @@
-// Instants and wall-clock times written as dates, for tests that state expected values by hand. Computed
-// with glibc's timegm, independently of the core's date arithmetic (core/calendar.hpp).
+// Instants and wall-clock times written as dates, for tests that state expected values by hand, and the
+// floor division that day counts need. Computed with glibc's timegm, independently of the core's date
+// arithmetic (core/calendar.hpp).
 #pragma once
 
 #include <time.h>
@@ -12,6 +13,14 @@ namespace pg_ratelimit::core {
 
 // Seconds from 1970-01-01 (Unix) to 2000-01-01 (PostgreSQL's epoch, the core's).
 constexpr std::int64_t kUnixToPostgresSeconds = 946684800;
+// PostgreSQL's first timestamp, 4714-11-24 00:00 UTC BC (datatype/timestamp.h: MIN_TIMESTAMP).
+constexpr Micros kPgMinTimestamp = -211813488000000000;
+
+// floor(a / b) and the remainder that goes with it, for any signs.
+inline std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
+    return a / b - ((a % b != 0 && (a < 0) != (b < 0)) ? 1 : 0);
+}
+inline std::int64_t FloorMod(std::int64_t a, std::int64_t b) { return a - FloorDiv(a, b) * b; }
 
 // Seconds from 2000-01-01 00:00 UTC to a UTC date and time. Fields out of range carry over as timegm makes
 // them (month 13 is January of the next year).

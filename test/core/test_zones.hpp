@@ -32,21 +32,13 @@
 #include <vector>
 
 #include "core/limit.hpp"
+#include "dates.hpp"
 
 namespace pg_ratelimit::core {
 
 namespace test_zones_detail {
 
 constexpr std::int64_t kMicrosPerSecond = 1000000;
-// 2000-01-01 00:00 UTC, the core's epoch, in seconds since 1970-01-01 (time_t's).
-constexpr std::int64_t kEpochUnixSeconds = 946684800;
-// PostgreSQL's first timestamp, 4714-11-24 00:00 BC (datatype/timestamp.h: MIN_TIMESTAMP).
-constexpr std::int64_t kPgMinTimestamp = -211813488000000000;
-
-inline std::int64_t FloorDiv(std::int64_t a, std::int64_t b) {
-    const std::int64_t quotient = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? quotient - 1 : quotient;
-}
 
 // local - offset seconds, or local itself (read as UTC) if that does not fit in int64.
 inline Micros Shifted(Micros local, __int128 offset_micros) {
@@ -115,7 +107,7 @@ class TzdbZone {
 
     // The offset (seconds) in force at a UTC second (counted from 2000-01-01, like every time here).
     [[nodiscard]] std::int64_t OffsetSeconds(std::int64_t utc) const {
-        const Stretch &stretch = StretchOf(test_zones_detail::FloorDiv(utc, kStretchSeconds));
+        const Stretch &stretch = StretchOf(FloorDiv(utc, kStretchSeconds));
         std::int64_t offset = stretch.offset_before;
         for (const Change &change : stretch.changes) {
             if (change.at > utc) break;
@@ -127,8 +119,8 @@ class TzdbZone {
     // DetermineTimeZoneOffset's reading of a local time (see the top of the file).
     [[nodiscard]] Micros Utc(Micros local) const {
         using test_zones_detail::kMicrosPerSecond;
-        if (local < test_zones_detail::kPgMinTimestamp) return local;  // out of PostgreSQL's range, as UTC
-        const std::int64_t seconds = test_zones_detail::FloorDiv(local, kMicrosPerSecond);
+        if (local < kPgMinTimestamp) return local;  // out of PostgreSQL's range, as UTC
+        const std::int64_t seconds = FloorDiv(local, kMicrosPerSecond);
         const std::int64_t day_before = seconds - 86400;
         const std::int64_t before = OffsetSeconds(day_before);
         std::int64_t offset = before;
@@ -172,7 +164,7 @@ class TzdbZone {
     static Micros OffsetAt(const TimeZone &zone, Micros utc) noexcept {
         try {
             using test_zones_detail::kMicrosPerSecond;
-            return Of(zone).OffsetSeconds(test_zones_detail::FloorDiv(utc, kMicrosPerSecond)) * kMicrosPerSecond;
+            return Of(zone).OffsetSeconds(FloorDiv(utc, kMicrosPerSecond)) * kMicrosPerSecond;
         } catch (...) {
             std::abort();
         }
@@ -187,7 +179,7 @@ class TzdbZone {
 
     // glibc's offset at a UTC second, under the TZ in force; UTC where glibc has no answer.
     static std::int64_t GlibcOffset(std::int64_t utc) {
-        const auto t = static_cast<time_t>(utc + test_zones_detail::kEpochUnixSeconds);
+        const auto t = static_cast<time_t>(utc + kUnixToPostgresSeconds);
         struct tm fields {};
         if (localtime_r(&t, &fields) == nullptr) return 0;
         return fields.tm_gmtoff;
@@ -230,7 +222,7 @@ class TzdbZone {
     // The first change after a UTC second, looking no further than the next stretch (a change more than a
     // day after the local time read cannot matter: both candidates lie before it).
     const Change *NextChange(std::int64_t utc) const {
-        const std::int64_t index = test_zones_detail::FloorDiv(utc, kStretchSeconds);
+        const std::int64_t index = FloorDiv(utc, kStretchSeconds);
         for (const std::int64_t i : {index, index + 1}) {
             for (const Change &change : StretchOf(i).changes) {
                 if (change.at > utc) return &change;
