@@ -105,7 +105,7 @@ TEST_F(LeaseTest, SessionLeaseGoesWithItsRolledBackTransaction) {
     int calls = 0;
     const pr::Lease lease = pr::run_transaction(*holder, pr::isolation::serializable, [&](pqxx::work &tx) {
         ++calls;
-        const pr::Lease taken = limiter->acquire(tx, key, limit, pr::LeaseScope::session);  // takes the snapshot
+        pr::Lease taken = limiter->acquire(tx, key, limit, pr::LeaseScope::session);  // takes the snapshot
         if (calls == 1) {
             auto other = test_support::connect();
             pqxx::work elsewhere{*other};
