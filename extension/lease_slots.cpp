@@ -167,15 +167,24 @@ core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, Lea
 
 bool lease_release(uint64 identity, core::Micros period) {
     free_expired_session_leases(clock_now());  // an expired lease is not the one to release: a live one is
-    // First a lease of the current period (the one acquires count), then any other.
+    // First a lease of the current period (the one acquires count), then any other. Among those, first the
+    // newest of the innermost (sub)transaction still open that took one, which its rollback would give back
+    // anyway (acquire + release in a transaction that fails then frees one lease, not two: f63), then the
+    // oldest committed one.
     for (const bool any_period : {false, true}) {
+        int chosen = -1;
         for (int i = 0; i < session_lease_count; ++i) {
-            if (session_leases[i].identity != identity || (!any_period && session_leases[i].period != period)) continue;
-            const LOCKTAG tag = session_leases[i].tag;
-            forget_session_lease(i);
-            LockRelease(&tag, ExclusiveLock, true);
-            return true;
+            const SessionLease &lease = session_leases[i];
+            if (lease.identity != identity || (!any_period && lease.period != period)) continue;
+            // Oldest first; a later one wins only if it was taken by a (sub)transaction still open, as deep
+            // as the chosen one's or deeper.
+            if (chosen < 0 || (lease.level > 0 && lease.level >= session_leases[chosen].level)) chosen = i;
         }
+        if (chosen < 0) continue;
+        const LOCKTAG tag = session_leases[chosen].tag;
+        forget_session_lease(chosen);
+        LockRelease(&tag, ExclusiveLock, true);
+        return true;
     }
     return false;
 }

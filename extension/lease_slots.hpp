@@ -46,9 +46,10 @@ void lease_slots_init();
 // (core::lease_outcome). ERROR 53200 if the lock table is full (nothing is then taken).
 core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, LeaseScope scope);
 
-// Releases this backend's oldest live session lease of the key `identity`, one taken under `period` (the
-// limit's period now, which acquires count) if it holds one; false if it holds none (transaction leases are
-// not released early: they end with their transaction). Every acquire and release of the backend first
+// Releases one of this backend's live session leases of the key `identity`, one taken under `period` (the
+// limit's period now, which acquires count) if it holds one: the newest taken by the innermost open
+// (sub)transaction that took one, else the oldest; false if it holds none (transaction leases are not
+// released early: they end with their transaction). Every acquire and release of the backend first
 // gives back its expired session leases, which count for no one. A lease of another period is left from
 // a limit dropped and defined again: it counts for no one either, but expires only by its own period.
 bool lease_release(uint64 identity, core::Micros period);

@@ -99,6 +99,15 @@ SELECT allowed FROM rate_limit_acquire('acme', 'exports');
 SELECT rate_limit_release('acme', 'exports');
 SELECT * FROM pg_temp.my_leases();
 COMMIT;
+-- In a transaction that took a session lease, rate_limit_release frees that one first: if the transaction
+-- then fails, the session's earlier lease is still held (one freed, not two).
+SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session');
+BEGIN;
+SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session');
+SELECT rate_limit_release('acme', 'exports');
+ROLLBACK;
+SELECT * FROM pg_temp.my_leases();
+SELECT rate_limit_release('acme', 'exports');
 
 -- Expiry: a session lease counts for the limit's period (here 8 hours, bands of 1 hour): at least that
 -- long, at most one band more. Taken at 00:30, it still counts at 08:59:59 and no longer at 09:00, though

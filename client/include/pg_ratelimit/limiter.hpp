@@ -199,8 +199,9 @@ class Limiter {
     // One-off statements, never retried, like the other in-transaction calls.
     [[nodiscard]] Lease acquire(pqxx::transaction_base &tx, const std::string &key, const std::string &limit,
                                 LeaseScope scope = LeaseScope::transaction);
-    // Releases the oldest session lease tx's connection holds on (key, limit) (rate_limit_release); false if
-    // it holds none. Transaction leases end with their transaction.
+    // Releases a session lease tx's connection holds on (key, limit) (rate_limit_release): one tx took
+    // first, else the oldest; at once, whatever becomes of tx. False if it holds none. Transaction leases
+    // end with their transaction.
     bool release(pqxx::transaction_base &tx, const std::string &key, const std::string &limit);
 
     // Retry counters of the pooled calls so far.
