@@ -365,6 +365,35 @@ rm -rf "$dir"
     ok "8 sessions, 3 levels, random savepoint/transaction rollbacks and releases: at most $most held of 3 (tags seen: $raw, probes included; $txns transactions), 0 left" ||
     bad "concurrency: most $most (tags $raw), transactions $txns, $aborted pgbench error lines, left $left"
 
+# 15. Without shared_preload_libraries (the README: none needed), on a cluster of its own: the library first
+#     loaded by an acquire inside a savepoint (its callbacks registered then) still gives back the lease of
+#     that savepoint's rollback and of the failed transaction, and keeps the committed one.
+main_env=("${PGHOST:-}" "${PGPORT:-}" "${PGUSER:-}" "${SERVER_LOG:-}")
+main_log_lines=$log_lines_before
+source "$here/own_cluster.sh"
+own_cluster_start -c shared_preload_libraries= >/dev/null
+trap 'own_cluster_stop; export PGHOST=${main_env[0]} PGPORT=${main_env[1]} PGUSER=${main_env[2]} SERVER_LOG=${main_env[3]}; cleanup_review' EXIT
+psql -X -q -d postgres -c "CREATE DATABASE $REVIEW_DB" >/dev/null
+out=$(q_any -v VERBOSITY=sqlstate <<SQL | tr '\n' ' '
+CREATE EXTENSION pg_ratelimit;
+SELECT 'preloaded', current_setting('shared_preload_libraries') = '';
+SELECT 'define' FROM rate_limit_define('jobs', rate => 5, period => '1 hour', algorithm => 'concurrency');
+\\c
+BEGIN; SAVEPOINT s; SELECT 'a', allowed FROM $ACQ; ROLLBACK TO s; SELECT 'b', allowed FROM $ACQ; COMMIT;
+$HELD
+BEGIN; SELECT 'c', allowed FROM $ACQ; SELECT 1 / 0; ROLLBACK;
+$HELD
+SQL
+)
+odd=$(grep -c "you don't own a lock\|XX000\|TRAP\|PANIC\|terminated by signal" "$SERVER_LOG")
+own_cluster_stop
+export PGHOST=${main_env[0]} PGPORT=${main_env[1]} PGUSER=${main_env[2]} SERVER_LOG=${main_env[3]}
+trap cleanup_review EXIT
+log_lines_before=$main_log_lines
+[ "$out" = "preloaded|t define a|t b|t held|1 c|t ERROR:  22012 held|1 " ] && [ "$odd" = 0 ] &&
+    ok "not preloaded, first loaded inside a savepoint: the rolled-back savepoint's and transaction's leases go, the committed one stays" ||
+    bad "not preloaded: $out (odd log lines: $odd)"
+
 # Nothing of the review's leases is left, and the server logged no lock-manager WARNING or internal error.
 left=$(all_held)
 [ "$left" = 0 ] || bad "$left session leases left after every session ended"
@@ -373,6 +402,6 @@ if [ -n "${SERVER_LOG:-}" ] && [ -r "$SERVER_LOG" ]; then
     [ "$odd" = 0 ] && ok "server log: no \"you don't own a lock\", XX000, TRAP or PANIC" || bad "server log: $odd odd lines"
 fi
 [ "$(crash_count)" = 0 ] || bad "the server log shows a crash"
-[ $failed -eq 0 ] && holds "every lease3 attack held (15 checks)"
+[ $failed -eq 0 ] && holds "every lease3 attack held (16 checks)"
 echo "REPRODUCED: an attack that held no longer holds"
 exit 1
