@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Attacks on the f62 fix (commit ad1ab4d: a session lease taken by a (sub)transaction that rolls back is
 # released, by transaction callbacks) that held during the fourteenth review. Each check prints "ok: ..."
-# or "FAILED: ..."; the script fails if any stops holding. (The attacks that did not hold: f63-.)
+# or "FAILED: ..."; the script fails if any stops holding. (The attacks that did not hold: f63-f65.) Check 15 runs on a cluster of its own (own_cluster.sh).
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review
@@ -234,13 +234,13 @@ SELECT 1;
 SQL
 )
 probe1=$(q -c "SELECT allowed FROM rate_limit_acquire('k10', 't10')")
-coproc TERM { psql -X -q -At -d "$REVIEW_DB" 2>&1; }
-echo "BEGIN; SELECT pg_backend_pid(), allowed FROM rate_limit_acquire('k10', 't10', 'session');" >&"${TERM[1]}"
-read -r -t 10 term_line <&"${TERM[0]}"
+coproc DOOMED { psql -X -q -At -d "$REVIEW_DB" 2>&1; }
+echo "BEGIN; SELECT pg_backend_pid(), allowed FROM rate_limit_acquire('k10', 't10', 'session');" >&"${DOOMED[1]}"
+read -r -t 10 term_line <&"${DOOMED[0]}"
 probe2=$(q -c "SELECT allowed FROM rate_limit_acquire('k10', 't10')")
 q -c "SELECT pg_terminate_backend(${term_line%%|*}, 5000)" >/dev/null
 probe3=$(q -c "SELECT allowed FROM rate_limit_acquire('k10', 't10')")
-echo '\q' >&"${TERM[1]}" 2>/dev/null
+{ echo '\q' >&"${DOOMED[1]}"; } 2>/dev/null
 [ "${out:0:6}" = "a|t FA" ] && [ "$probe1" = t ] && [ "${term_line#*|}" = t ] && [ "$probe2" = f ] && [ "$probe3" = t ] &&
     ok "FATAL (idle_in_transaction_session_timeout) and pg_terminate_backend inside the transaction: slot free" ||
     bad "backend ends in a transaction: $out / $probe1 $term_line $probe2 $probe3"
