@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Attacks on the f62 fix (commit ad1ab4d: a session lease taken by a (sub)transaction that rolls back is
 # released, by transaction callbacks) that held during the fourteenth review. Each check prints "ok: ..."
-# or "FAILED: ..."; the script fails if any stops holding. (The attacks that did not hold: f63-f65.) Check 15 runs on a cluster of its own (own_cluster.sh).
+# or "FAILED: ..."; the script fails if any stops holding. (The attacks that did not hold: f63-f65.)
+# Check 15 runs on a cluster of its own (own_cluster.sh), without shared_preload_libraries.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review
