@@ -33,6 +33,7 @@ OBJS = \
 	extension/held_shards.o \
 	extension/lease_functions.o \
 	extension/lease_slots.o \
+	extension/session_leases.o \
 	extension/limit_cache.o \
 	extension/limit_kind.o \
 	extension/limit_lock.o \

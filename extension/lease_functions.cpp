@@ -8,6 +8,7 @@
 #include "limit_kind.hpp"
 #include "message_text.hpp"
 #include "override_cache.hpp"
+#include "session_leases.hpp"
 #include "stats.hpp"
 
 namespace pg_ratelimit {

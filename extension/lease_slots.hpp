@@ -1,15 +1,15 @@
 // Concurrency limits (leases) in PostgreSQL's lock manager: the lock tags of a key's slots, the search for
-// a free slot, and this backend's own session leases.
+// a free slot (this backend's own session leases: session_leases.hpp).
 //
 // Why the lock manager: it already releases what a lease needs released, and nothing else can. A
 // transaction lease is a transaction-level lock, released at COMMIT, ROLLBACK (and ROLLBACK TO SAVEPOINT
 // for one taken after the savepoint), handed to the prepared transaction by PREPARE TRANSACTION and
 // released when that commits or rolls back; a session lease is a session-level lock, released by
 // rate_limit_release, at session end (also pg_advisory_unlock_all() and DISCARD ALL, which release every
-// session-level advisory lock), and by a rollback of the (sub)transaction that took it (our callbacks:
-// the lock manager keeps session locks through a rollback). A backend that dies (pg_terminate_backend, a
-// crash) has its locks released by the lock manager, and a crash restart empties the lock table: a lease
-// can never leak. Nothing is written (no WAL, no table) and no shared_preload_libraries is needed. A
+// session-level advisory lock), and by a rollback of the (sub)transaction that took it
+// (session_leases.hpp: the lock manager keeps session locks through a rollback). A backend that dies
+// (pg_terminate_backend, a crash) has its locks released by the lock manager, and a crash restart empties the lock
+// table: a lease can never leak. Nothing is written (no WAL, no table) and no shared_preload_libraries is needed. A
 // standby refuses acquires: its lock manager cannot see the primary's leases.
 //
 // The tags are advisory lock tags (LOCKTAG_ADVISORY): field1 the database OID, field2/field3 the 64 bits
@@ -38,20 +38,9 @@ static_assert(LEASE_TRANSACTION_MARKER > LIMIT_LOCK_MARKER && LEASE_MUTEX_MARKER
 
 enum class LeaseScope { transaction, session };
 
-// Registers the transaction callbacks that release the session leases a rolled-back (sub)transaction took.
-void lease_slots_init();
-
 // Takes one of the `slots` slots of the key `identity` (core::lease_identity) if one is free, for the
 // scope given; session leases expire after `period` (core/leases.hpp: time bands). Returns the decision
 // (core::lease_outcome). ERROR 53200 if the lock table is full (nothing is then taken).
 core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, LeaseScope scope);
-
-// Releases one of this backend's live session leases of the key `identity`, one taken under `period` (the
-// limit's period now, which acquires count) if it holds one: the newest taken by the innermost open
-// (sub)transaction that took one, else the oldest; false if it holds none (transaction leases are not
-// released early: they end with their transaction). Every acquire and release of the backend first
-// gives back its expired session leases, which count for no one. A lease of another period is left from
-// a limit dropped and defined again: it counts for no one either, but expires only by its own period.
-bool lease_release(uint64 identity, core::Micros period);
 
 }  // namespace pg_ratelimit

@@ -2,12 +2,12 @@
 #include "call_context.hpp"
 #include "clock.hpp"
 #include "config_relation.hpp"
-#include "lease_slots.hpp"
 #include "limit_cache.hpp"
 #include "memory_state.hpp"
 #include "override_cache.hpp"
 #include "override_relation.hpp"
 #include "postgres_headers.hpp"
+#include "session_leases.hpp"
 #include "state_access.hpp"
 #include "state_relations.hpp"
 #include "stats.hpp"
@@ -27,7 +27,7 @@ void _PG_init(void) {  // NOLINT(bugprone-reserved-identifier): the name Postgre
     pg_ratelimit::override_cache_init();
     pg_ratelimit::override_relation_init();
     pg_ratelimit::stats_init();
-    pg_ratelimit::lease_slots_init();
+    pg_ratelimit::session_leases_init();
     // Last, once every setting is defined: a pg_ratelimit.* placeholder set before the library was loaded
     // (in postgresql.conf, PGOPTIONS, SET) is then either taken by its setting or removed with a warning.
     MarkGUCPrefixReserved("pg_ratelimit");

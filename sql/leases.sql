@@ -108,6 +108,38 @@ SELECT rate_limit_release('acme', 'exports');
 ROLLBACK;
 SELECT * FROM pg_temp.my_leases();
 SELECT rate_limit_release('acme', 'exports');
+-- A session acquire rolled back leaves a marker: the release its error path does takes the marker (false)
+-- instead of another lease this session holds (job A's, still running).
+SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session');
+DO $$
+BEGIN
+    BEGIN
+        PERFORM rate_limit_acquire('acme', 'exports', 'session');
+        RAISE EXCEPTION 'job B failed';
+    EXCEPTION WHEN raise_exception THEN
+        RAISE NOTICE 'released in the handler: %', rate_limit_release('acme', 'exports');
+    END;
+END
+$$;
+SELECT * FROM pg_temp.my_leases();
+-- A marker goes at the session's next acquire of the key (a new attempt) ...
+BEGIN;
+SAVEPOINT s;
+SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session');
+ROLLBACK TO SAVEPOINT s;
+SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session');
+SELECT rate_limit_release('acme', 'exports');
+COMMIT;
+SELECT * FROM pg_temp.my_leases();
+-- ... and at the end of the transaction after the one that left it.
+BEGIN;
+SAVEPOINT s;
+SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session');
+ROLLBACK TO SAVEPOINT s;
+COMMIT;
+SELECT 'the next transaction';
+SELECT rate_limit_release('acme', 'exports');
+SELECT * FROM pg_temp.my_leases();
 
 -- Expiry: a session lease counts for the limit's period (here 8 hours, bands of 1 hour): at least that
 -- long, at most one band more. Taken at 00:30, it still counts at 08:59:59 and no longer at 09:00, though

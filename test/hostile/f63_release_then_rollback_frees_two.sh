@@ -13,6 +13,8 @@
 # Expected: job A's lease is still held after each (X holds 1), and only one other session gets a slot.
 # Suggested fix: rate_limit_release frees first a lease taken by the current (sub)transaction (the
 # deepest, newest: the one a rollback would give back anyway), and only then the oldest committed one.
+# Fixed: rate_limit_release frees first the newest session lease of the innermost open (sub)transaction
+# that took one (session_leases.cpp), then the oldest committed one.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review

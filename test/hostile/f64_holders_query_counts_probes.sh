@@ -1,16 +1,15 @@
 #!/usr/bin/env bash
 # Finding 64 (low): the README's "Who holds leases" query (pg_locks, objsubid 21070 = session lease,
-# granted) also counts the probes of acquires in progress: an acquire tests each slot's session-lease tags
+# granted) also counted the probes of acquires in progress: an acquire tests each slot's session-lease tags
 # (the current band, the band ahead, the live ones behind) by taking each free one for a moment, at
-# transaction level, under the key's mutex. A monitor that runs the documented query sees more session
+# transaction level, under the key's mutex. A monitor that ran the documented query saw more session
 # leases than the key's N, and leases held by backends that hold none (here: a key of N = 1 whose only
 # slot one session holds, while other sessions' acquires are denied).
 # Attack: N = 1, one session lease held; four sessions loop denied acquires (pgbench, 3 s) while a fifth
 # runs the README's query in a loop and records what it sees.
 # Expected: the documented query never shows more than the one lease held, nor a lease of a backend that
-# holds none. Suggested fix: probe without taking the tag (GetLockConflicts on the tag, or LockAcquire of a
-# tag pg_locks does not report as a lease), or document that an acquire in progress shows up for an
-# instant (and give a query that excludes it).
+# holds none. Fixed in the README: the query reads pg_locks once (MATERIALIZED: one consistent picture)
+# and leaves out the backends holding a key's mutex (objsubid 21071), the only ones probing; it says so.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review
@@ -20,12 +19,14 @@ dir=$(mktemp -d)
 chmod 755 "$dir"
 q -c "SELECT rate_limit_define('one', rate => 1, period => '1 hour', algorithm => 'concurrency')" \
   -c "CREATE TABLE seen (session_leases int, holders int)" >/dev/null || exit 2
-# The README's query, summed over this database: session leases and the backends holding them.
+# The README's query (since the fix), summed over this database: session leases and the backends holding
+# them. (Before: the same without the CTE and the mutex filter.)
 cat >"$dir/watch.sql" <<'SQL'
 INSERT INTO seen SELECT coalesce(sum(n), 0), count(*) FROM (
-  SELECT pid, objsubid = 21070 AS session, count(*) AS n FROM pg_locks
-   WHERE locktype = 'advisory' AND objsubid IN (21069, 21070) AND granted
-     AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  WITH l AS MATERIALIZED (SELECT pid, objsubid FROM pg_locks WHERE locktype = 'advisory' AND granted
+                             AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+  SELECT pid, objsubid = 21070 AS session, count(*) AS n FROM l
+   WHERE objsubid IN (21069, 21070) AND pid NOT IN (SELECT pid FROM l WHERE objsubid = 21071)
    GROUP BY 1, 2) AS h WHERE session;
 SQL
 echo "SELECT allowed FROM rate_limit_acquire('acme', 'one');" >"$dir/deny.sql"
