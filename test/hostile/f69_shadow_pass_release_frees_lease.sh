@@ -33,7 +33,7 @@ check() {
         failures+=("$1: $out")
 }
 check "job B's shadow pass, then its release" "SELECT 'B', allowed, shadow_denied FROM rate_limit_acquire('acme', 'watched', 'session'); $release"
-check "job B's shadow pass fails, the error path releases" "SELECT 'B', a.allowed, 1 / 0 FROM rate_limit_acquire('acme', 'watched', 'session') a; $release"
+check "job B's shadow pass fails, the error path releases" "SELECT 'B', a.allowed, 1 / (a.remaining - a.remaining) FROM rate_limit_acquire('acme', 'watched', 'session') a; $release"
 [ ${#failures[@]} -eq 0 ] && holds "a release after a shadow pass frees no other lease (2 cases)"
 printf '%s\n' "${failures[@]}"
 reproduced "${#failures[@]} of 2 case(s): a release after a shadow pass freed job A's lease; job C got a real slot unflagged"
