@@ -1,5 +1,6 @@
 // rate_limit_acquire and rate_limit_release: the SQL face of concurrency limits (lease_slots.hpp).
 #include "call_context.hpp"
+#include "clock.hpp"
 #include "core/algorithms.hpp"
 #include "core/leases.hpp"
 #include "cpp_boundary.hpp"
@@ -51,15 +52,17 @@ Datum acquire_body(FunctionCallInfo fcinfo) {
     require_concurrency_limit(named, limit_name);
     // The key's own number of slots (its override, if it has one: per-key tiers).
     const core::Limit limit = effective_limit(context, named, limit_name, key);
-    core::Outcome outcome =
-        lease_acquire(identity_of(limit_name, key), static_cast<int>(limit.rate), limit.period, scope);
+    const uint64 identity = identity_of(limit_name, key);
+    core::Outcome outcome = lease_acquire(identity, static_cast<int>(limit.rate), limit.period, scope);
     if (!outcome.allowed && limit.jitter > 0)
         outcome.retry_after = core::jittered(limit, outcome.retry_after, pg_prng_uint64(&pg_global_prng_state));
     // Shadow mode (settle.cpp): a free slot is still taken, so that the count is what it would be; when
-    // none is free the caller is let through without a lease, told so by shadow_denied.
+    // none is free the caller is let through without a lease, told so by shadow_denied. A session caller
+    // will release: a marker stands for the lease it has not, so that its release frees no other (f69).
     if (limit.shadow && !outcome.allowed) {
         outcome.allowed = true;
         outcome.shadow_denied = true;
+        if (scope == LeaseScope::session) session_lease_shadow_pass(identity, limit.period, clock_now());
     }
     // An acquire counts as a request of one unit (a slot): allowed, denied or shadow_denied (stats.hpp).
     stats_count(limit_name, SettleMode::request, false, 1, outcome, 0);

@@ -26,8 +26,9 @@ bool tag_busy(const LOCKTAG &tag) {
 
 core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, LeaseScope scope) {
     const bool session = scope == LeaseScope::session;
-    free_expired_session_leases(clock_now());
-    if (session) session_lease_attempt(identity, period);
+    const core::Micros now = clock_now();
+    free_expired_session_leases(now);
+    if (session) session_lease_attempt(identity, period, now);
 
     const LOCKTAG mutex = lease_tag(identity, LEASE_MUTEX_MARKER);
     (void)LockAcquire(&mutex, ExclusiveLock, false, false);

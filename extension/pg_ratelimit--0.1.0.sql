@@ -364,7 +364,7 @@ COMMENT ON FUNCTION @extschema@.rate_limit_acquire(text, text, text) IS
 CREATE FUNCTION @extschema@.rate_limit_release(key text, limit_name text)
 RETURNS boolean AS 'MODULE_PATHNAME', 'rate_limit_release' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_release(text, text) IS
-    'releases one of this session''s live session leases of key under the limit (of its current period first; one the current transaction took first, else the oldest); false if it holds none (transaction leases end with their transaction)';
+    'releases one of this session''s live session leases of key under the limit when the transaction commits (of its current period first; one the current transaction took first, else the oldest); a marker left by a rolled-back acquire or a shadow pass is taken first (false); false if it holds none (transaction leases end with their transaction)';
 
 -- ---------------------------------------------------------------------------------------------------------
 -- Bounded cleanup for schedulers (extension/cleanup_batches.cpp): one complete pass as short transactions,

@@ -87,10 +87,13 @@ RELEASE SAVEPOINT s;
 COMMIT;
 SELECT * FROM pg_temp.my_leases();
 SELECT * FROM rate_limit_acquire('acme', 'exports');
--- rate_limit_release frees the slot at once, whatever becomes of its transaction (as pg_advisory_unlock).
+-- A release takes effect at COMMIT, as an acquire does: a rollback undoes it (a transaction retried after
+-- a serialization failure releases once). Outside BEGIN ... COMMIT, at once.
 BEGIN;
 SELECT rate_limit_release('acme', 'exports');
 ROLLBACK;
+SELECT * FROM pg_temp.my_leases();
+SELECT rate_limit_release('acme', 'exports');
 SELECT allowed, remaining FROM rate_limit_acquire('acme', 'exports');
 SELECT rate_limit_release('acme', 'exports'), rate_limit_release('acme', 'exports');
 -- A transaction lease is not released early: it ends with its transaction.
@@ -131,13 +134,14 @@ SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session');
 SELECT rate_limit_release('acme', 'exports');
 COMMIT;
 SELECT * FROM pg_temp.my_leases();
--- ... and at the end of the transaction after the one that left it.
+-- ... and lasts until then, whatever runs in between (or until the limit's period has passed).
 BEGIN;
 SAVEPOINT s;
 SELECT allowed FROM rate_limit_acquire('acme', 'exports', 'session');
 ROLLBACK TO SAVEPOINT s;
 COMMIT;
-SELECT 'the next transaction';
+SELECT 'other statements';
+SELECT rate_limit_release('acme', 'exports');
 SELECT rate_limit_release('acme', 'exports');
 SELECT * FROM pg_temp.my_leases();
 
@@ -228,6 +232,13 @@ SELECT * FROM rate_limit_acquire('k', 'watched');
 SELECT * FROM rate_limit_acquire('k', 'watched');
 SELECT * FROM pg_temp.my_leases();
 COMMIT;
+-- A session caller let through without a lease holds a marker instead: its release frees no other lease
+-- (false), and the next release frees the lease held.
+SELECT allowed FROM rate_limit_acquire('k', 'watched', 'session');
+SELECT allowed, shadow_denied FROM rate_limit_acquire('k', 'watched', 'session');
+SELECT rate_limit_release('k', 'watched');
+SELECT * FROM pg_temp.my_leases();
+SELECT rate_limit_release('k', 'watched');
 SELECT rate_limit_drop('watched');
 
 -- The rate functions refuse a concurrency limit, and rate_limit_acquire every other limit: 42809.

@@ -26,7 +26,8 @@ INSERT INTO seen SELECT coalesce(sum(n), 0), count(*) FROM (
   WITH l AS MATERIALIZED (SELECT pid, objsubid FROM pg_locks WHERE locktype = 'advisory' AND granted
                              AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
   SELECT pid, objsubid = 21070 AS session, count(*) AS n FROM l
-   WHERE objsubid IN (21069, 21070) AND pid NOT IN (SELECT pid FROM l WHERE objsubid = 21071)
+   WHERE objsubid IN (21069, 21070)
+     AND NOT EXISTS (SELECT FROM l AS m WHERE m.pid = l.pid AND m.objsubid = 21071)
    GROUP BY 1, 2) AS h WHERE session;
 SQL
 echo "SELECT allowed FROM rate_limit_acquire('acme', 'one');" >"$dir/deny.sql"

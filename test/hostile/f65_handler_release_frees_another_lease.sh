@@ -15,8 +15,8 @@
 # caller still holds; at the least, warn in the README that a release in an error path after a rollback
 # frees another lease, and return something that tells which lease (a slot id) so that a release can name it.
 # Fixed: a session lease given back by a rollback (or an acquire that failed itself) leaves a marker,
-# which the session's next release of that key takes (false) instead of another lease; a marker goes at
-# the next session acquire of the key and at the end of the transaction after the one that left it.
+# which the session's next release of that key takes (false) instead of another lease; a marker goes when
+# a release takes it, at the next session acquire of the key, or after the limit's period (f70).
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review

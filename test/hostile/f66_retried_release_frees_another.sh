@@ -17,6 +17,8 @@
 # give the lock back at commit (XACT_EVENT_COMMIT/PREPARE callback), restoring the entry on abort; or, at
 # the least, on abort of a transaction that released, leave a "released" marker that the retried release
 # of the key takes (true, freeing nothing); and document it in the README and in Limiter::release.
+# Fixed: a release takes effect at commit (the lock is given back then) and a rollback undoes it, as an
+# acquire's lease is (session_leases.cpp); outside a transaction block, at once.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review

@@ -12,6 +12,7 @@
 # Expected: every run shows the prepared transaction's lease (a row with pid NULL, count 1).
 # Suggested fix: `pid IS NULL OR pid NOT IN (...)` (or NOT EXISTS (SELECT FROM l m WHERE m.pid = l.pid AND
 # m.objsubid = 21071)) in the README's query, and a word that pid NULL is a prepared transaction.
+# Fixed in the README: NOT EXISTS instead of NOT IN; a row with pid NULL is a prepared transaction's.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review
@@ -24,7 +25,9 @@ q -c "BEGIN" -c "SELECT 'prepared' FROM rate_limit_acquire('acme', 'one') WHERE 
 # The README's query, verbatim.
 holders="WITH l AS MATERIALIZED (SELECT pid, objsubid FROM pg_locks WHERE locktype = 'advisory' AND granted)
 SELECT pid, objsubid = 21070 AS session, count(*) FROM l
- WHERE objsubid IN (21069, 21070) AND pid NOT IN (SELECT pid FROM l WHERE objsubid = 21071) GROUP BY 1, 2;"
+ WHERE objsubid IN (21069, 21070)
+   AND NOT EXISTS (SELECT FROM l AS m WHERE m.pid = l.pid AND m.objsubid = 21071)
+ GROUP BY 1, 2;"
 control=$(q -c "$holders" | tr '\n' ' ')
 [ "$control" = "|f|1 " ] || { echo "control (no acquire running): expected '|f|1', got '$control'"; exit 2; }
 (for _ in $(seq 1 120); do echo "SELECT allowed FROM rate_limit_acquire('other', 'big');"; done | q -f - >/dev/null) &

@@ -14,6 +14,8 @@
 # Suggested fix: keep markers per key in a hash table (identity -> count) and the leases in a list per
 # nesting level (roll_back touches only the aborting level's entries), or cap the markers of a
 # transaction (the oldest dropped); free or shrink the array when it empties at a transaction's end.
+# Fixed: a session keeps at most MAX_MARKERS (1,000) markers, the oldest going first, and the entries'
+# memory is freed when they are all gone at a transaction's end.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review

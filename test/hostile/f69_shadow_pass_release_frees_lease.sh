@@ -15,6 +15,7 @@
 # Suggested fix: a session shadow pass leaves a marker (as a rolled-back lease does), taken by the next
 # release of the key; or document that a shadow pass must not be released (and make Lease/the row say
 # acquired = false for it, shadow_denied telling that the caller may go on).
+# Fixed: a session shadow pass leaves a marker, which the caller's release takes (false).
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review

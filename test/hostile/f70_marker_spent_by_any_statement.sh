@@ -16,6 +16,8 @@
 # Suggested fix: let a marker live until the session's next acquire or release of its key (or for the
 # limit's period), not a count of transactions; at the least, say in the README that the release must be
 # the first statement after the failure.
+# Fixed: a marker lasts until a release of its key takes it, the session's next session acquire of the
+# key, or the limit's period (as the lease would have), whatever statements run in between.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review

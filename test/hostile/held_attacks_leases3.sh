@@ -145,8 +145,9 @@ SQL
     ok "2PC: kept through COMMIT PREPARED and ROLLBACK PREPARED (as documented); a failed PREPARE gives it back" ||
     bad "2PC: $out"
 
-# 6. rate_limit_release is immediate: inside a transaction (and a savepoint) that then rolls back, the slot
-#    is free for another session before the rollback, and stays released after it; no double release.
+# 6. rate_limit_release takes effect at commit (since f66): inside a transaction (and a savepoint) that
+#    then rolls back, the slot stays held for another session, and after the rollback the lease is still
+#    held and releasable; no double release.
 out=$(q_any -v VERBOSITY=sqlstate <<SQL | tr '\n' ' '
 SELECT 'took', allowed FROM rate_limit_acquire('k6', 'one', 'session');
 BEGIN;
@@ -159,8 +160,8 @@ $HELD
 SELECT 'again', rate_limit_release('k6', 'one');
 SQL
 )
-[ "$out" = "took|t released|t other|t held|0 again|f " ] &&
-    ok "release inside a rolled-back savepoint and transaction: freed at once, not undone" || bad "release then rollback: $out"
+[ "$out" = "took|t released|t other|f held|1 again|t " ] &&
+    ok "release inside a rolled-back savepoint and transaction: undone, the lease still held" || bad "release then rollback: $out"
 
 # 7. pg_advisory_unlock_all() in the transaction that took the lease, another session taking the freed
 #    slot, then the rollback: no WARNING, the other session's lease untouched; DISCARD ALL then a failed
@@ -288,7 +289,8 @@ probe=$(q -c "SELECT allowed FROM rate_limit_acquire('k12', 't12')")
     bad "lock table full: filler '$fill_err', out $out, probe $probe"
 
 # 13. Shadow limit with no free slot in a transaction that aborts, an override's slots, a limit dropped
-#     and defined again after the acquire in the same transaction: nothing kept, nothing left over.
+#     and defined again after the acquire in the same transaction: nothing kept but the committed lease,
+#     and the shadow pass's marker (f69), which the release takes (false).
 q -c "SELECT rate_limit_define('sh', rate => 1, period => '1 hour', algorithm => 'concurrency', shadow => true)" \
   -c "SELECT rate_limit_override('gold', 'one', 3)" >/dev/null
 out=$(session <<SQL
@@ -303,8 +305,8 @@ $HELD
 SELECT 'rel', rate_limit_release('k13', 'sh');
 SQL
 )
-[ "$out" = "sh1|t|f sh2|t|t ERROR:  22012 gold|3 dr|t drop|t def|t held|1 rel|t held|0 " ] &&
-    ok "shadow pass, override slots, drop + define in an aborted transaction: only the committed lease stays" ||
+[ "$out" = "sh1|t|f sh2|t|t ERROR:  22012 gold|3 dr|t drop|t def|t held|1 rel|f held|1 " ] &&
+    ok "shadow pass, override slots, drop + define in an aborted transaction: only the committed lease stays (and the shadow pass's marker, f69)" ||
     bad "shadow/override/drop: $out"
 
 # 14. Eight sessions at every isolation level, each looping: acquire (session) in a savepoint rolled back

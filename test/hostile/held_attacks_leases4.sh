@@ -20,8 +20,8 @@ HELD="SELECT 'held', count(*) FROM pg_locks WHERE objsubid = 21070 AND pid = pg_
 session() { q_any -v VERBOSITY=sqlstate | tr '\n' ' '; }
 
 # 1. A marker with a pending lease of the key: the open transaction's lease, then a savepoint's lease
-#    rolled back; the first release takes the marker (false), the second frees the open one (true); the
-#    committed lease stays.
+#    rolled back; the first release takes the marker (false), the second releases the open one (true),
+#    which goes at COMMIT (f66: a release takes effect at commit); the committed lease stays.
 out=$(session <<SQL
 SELECT 'A', allowed FROM rate_limit_acquire('r', 'three', 'session');
 BEGIN; SELECT 'B', allowed FROM rate_limit_acquire('r', 'three', 'session');
@@ -31,8 +31,8 @@ SELECT 'rel2', rate_limit_release('r', 'three'); $HELD
 COMMIT; $HELD
 SQL
 )
-[ "$out" = "A|t B|t C|t rel1|f held|2 rel2|t held|1 held|1 " ] &&
-    ok "marker + pending lease: the marker goes first (false), then the open transaction's lease" || bad "marker + pending lease: $out"
+[ "$out" = "A|t B|t C|t rel1|f held|2 rel2|t held|2 held|1 " ] &&
+    ok "marker + pending lease: the marker goes first (false), then the open transaction's lease (at COMMIT)" || bad "marker + pending lease: $out"
 
 # 2. statement_timeout during the probes of N = 10,000 inside a transaction block: the release right
 #    after the ROLLBACK takes the marker; the session's earlier lease stays.
@@ -123,16 +123,18 @@ SQL
 [ "$out" = "A|t ERROR:  22012 rel|f|f held|1 rel|t held|0 " ] &&
     ok "two markers of one key: two releases take them, the third frees the lease" || bad "two markers: $out"
 
-# 8. The marker window is bounded: two transactions later a release frees the lease (true), so a marker
-#    never strands a lease for good.
+# 8. A marker lasts until a release takes it, whatever statements run in between (f70), and no longer:
+#    the release after it frees the lease (a marker never strands a lease: it also goes at the key's next
+#    session acquire and after the period).
 out=$(session <<SQL
 SELECT 'A', allowed FROM rate_limit_acquire('w', 'two', 'session');
 SELECT a.allowed, 1 / (a.remaining - a.remaining) FROM rate_limit_acquire('w', 'two', 'session') a;
 SELECT 1; SELECT 2;
 SELECT 'rel', rate_limit_release('w', 'two'); $HELD
+SELECT 'rel', rate_limit_release('w', 'two'); $HELD
 SQL
 )
-[ "$out" = "A|t ERROR:  22012 1 2 rel|t held|0 " ] && ok "a marker goes after the next transaction" || bad "marker window: $out"
+[ "$out" = "A|t ERROR:  22012 1 2 rel|f held|1 rel|t held|0 " ] && ok "a marker lasts until a release takes it, then the lease goes" || bad "marker window: $out"
 
 # 9. A hostile role's failures leave markers only in its own session: another role's release is unaffected.
 q -c "CREATE ROLE leases4_eve LOGIN" >/dev/null 2>&1; REVIEW_ROLES+=(leases4_eve)

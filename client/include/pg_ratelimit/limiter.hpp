@@ -200,10 +200,10 @@ class Limiter {
     [[nodiscard]] Lease acquire(pqxx::transaction_base &tx, const std::string &key, const std::string &limit,
                                 LeaseScope scope = LeaseScope::transaction);
     // Releases a session lease tx's connection holds on (key, limit) (rate_limit_release): one tx took
-    // first, else the oldest; at once, whatever becomes of tx. False if it holds none, or if it takes the
-    // marker a session lease given back by a failed transaction left (a release in a catch block then
-    // frees no other lease; README "Releasing in an error path"). Transaction leases end with their
-    // transaction.
+    // first, else the oldest; when tx commits (a rollback undoes it: a run_transaction retry releases
+    // once). False if it holds none, or if it takes the marker a session lease given back by a failed
+    // transaction left (a release in a catch block then frees no other lease; README "Releasing in an
+    // error path"). Transaction leases end with their transaction.
     bool release(pqxx::transaction_base &tx, const std::string &key, const std::string &limit);
 
     // Retry counters of the pooled calls so far.
