@@ -56,11 +56,31 @@ void make_marker(SessionLease *entry) {
     ++marker_count;
 }
 
-// Keeps the newest MAX_MARKERS markers, in one pass.
+// Whether this backend holds a session lease of the key `identity` that no release is pending for: the
+// only case where a marker of the key matters (without one, a release of the key frees nothing anyway).
+bool holds_lease(uint64 identity) {
+    for (int i = 0; i < entry_count; ++i)
+        if (entries[i].kind == Entry::lease && entries[i].release_level == 0 && entries[i].identity == identity)
+            return true;
+    return false;
+}
+
+// Drops the markers that protect no lease (f68: a loop of failures on keys the session holds no lease of
+// leaves none), then, beyond MAX_MARKERS, the oldest (f72: markers beside a held lease are the last to go).
 void trim_markers() {
+    if (marker_count == 0) return;
+    int kept = 0;
+    for (int i = 0; i < entry_count; ++i) {
+        if (entries[i].kind == Entry::marker && entries[i].release_level == 0 && !holds_lease(entries[i].identity)) {
+            --marker_count;
+            continue;
+        }
+        entries[kept++] = entries[i];
+    }
+    entry_count = kept;
     int excess = marker_count - MAX_MARKERS;
     if (excess <= 0) return;
-    int kept = 0;
+    kept = 0;
     for (int i = 0; i < entry_count; ++i) {
         if (excess > 0 && entries[i].kind == Entry::marker) {
             --excess;
@@ -99,10 +119,11 @@ void roll_back(int level) {
 void commit() {
     for (int i = entry_count - 1; i >= 0; --i) {
         SessionLease &entry = entries[i];
-        if (entry.release_level > 0) {
+        if (entry.release_level > 0) {  // a lease released, or a marker a release took
             const LOCKTAG tag = entry.tag;
+            const bool lease = entry.kind == Entry::lease;
             forget(i);
-            if (LockHeldByMe(&tag, ExclusiveLock)) LockRelease(&tag, ExclusiveLock, true);
+            if (lease && LockHeldByMe(&tag, ExclusiveLock)) LockRelease(&tag, ExclusiveLock, true);
         } else if (entry.kind == Entry::attempt) {
             forget(i);  // cannot outlive its call; never left behind
         } else {
@@ -199,10 +220,13 @@ void session_lease_shadow_pass(uint64 identity, core::Micros period, core::Micro
 
 bool lease_release(uint64 identity, core::Micros period) {
     free_expired_session_leases(clock_now());  // an expired lease is not the one to release: a live one is
+    // A marker first, taken at commit as a lease is released (f71: a release rolled back and retried takes
+    // the same marker again).
     if (marker_count > 0)
         for (int i = 0; i < entry_count; ++i) {
-            if (entries[i].kind != Entry::marker || entries[i].identity != identity) continue;
-            forget(i);
+            SessionLease &marker = entries[i];
+            if (marker.kind != Entry::marker || marker.release_level > 0 || marker.identity != identity) continue;
+            marker.release_level = GetCurrentTransactionNestLevel();
             return false;
         }
     // First a lease of the current period (the one acquires count), then any other.

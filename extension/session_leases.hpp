@@ -14,8 +14,10 @@
 // the session holds: the release an error path, or a shadow pass's caller, does for the lease it believes
 // it holds (f65, f69). A marker goes when a release takes it, at the session's next session acquire of its
 // key (a new attempt: the error path of the last one has run), or after the limit's period, as the lease
-// would have. A session keeps at most MAX_MARKERS of them (the oldest go first): a loop of failures on
-// many keys costs neither quadratic time nor memory kept (f68).
+// would have, and at once if the session holds no lease of its key (it protects nothing then: f68, a
+// loop of failures on many keys leaves none). A release takes a marker at commit, as it frees a lease
+// (f71). A session keeps at most MAX_MARKERS of them, the oldest going first (f72: markers beside a held
+// lease are all that count).
 #pragma once
 
 #include "core/leases.hpp"

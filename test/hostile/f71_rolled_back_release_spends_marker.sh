@@ -14,6 +14,7 @@
 # Expected: the error path's second release takes the marker (false) and job A's lease stays (1 held).
 # Suggested fix: a release that takes a marker marks it (release_level, as a lease) instead of forgetting
 # it; commit() forgets it, roll_back() keeps it (release_level reset).
+# Fixed: a release takes a marker at commit, as it releases a lease: a rollback gives the marker back.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review

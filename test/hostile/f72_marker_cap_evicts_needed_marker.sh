@@ -16,6 +16,8 @@
 # (they protect nothing); only markers that each stand beside a held lease count against the cap (at most
 # one per held lease is ever useful), or say in the README that a failure on 1,000 other keys makes the
 # error path's release free a held lease.
+# Fixed: markers of keys the session holds no lease of go at once (they protect nothing), and beyond the
+# cap only the oldest of the rest go: 1,000 failures on other keys leave the needed marker alone.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review
