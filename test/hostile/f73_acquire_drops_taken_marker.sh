@@ -9,8 +9,10 @@
 # Attack: N = 2. The session holds job A's session lease. Job B's acquire fails after it (its statement
 # fails: the lease goes, a marker stays). Another session takes the free slot. Then, (a) in a transaction
 # rolled back, (b) in a savepoint rolled back: the error path's release (takes the marker, false) and the
-# next acquire of the key (denied); then the release again.
-# Expected: the retried release takes the marker again (false) and job A's lease stays (1 held).
+# next acquire of the key (denied); then the release again. (c) without the other session: the release
+# and the next acquire (allowed: job C) in a transaction rolled back; then both error paths release (B's
+# lease, C's): two markers are owed, one is left.
+# Expected: every retried release takes a marker (false) and job A's lease stays (1 held).
 # Suggested fix: session_lease_attempt drops only the markers no release has taken (release_level == 0);
 # a taken one goes at commit (commit()) or is given back by roll_back().
 here=$(dirname "$0")
@@ -35,21 +37,29 @@ failures=()
 check() {
     local out
     out=$(printf '%s\n' "SELECT 'A', allowed FROM rate_limit_acquire('acme', 'jobs', 'session');" \
-        "$fail_b" "$hold_slot" "$2" "$held" "$stop_holder" | q_any -v VERBOSITY=sqlstate 2>&1 | tr '\n' ' ')
+        "$fail_b" "$2" "$held" "$stop_holder" | q_any -v VERBOSITY=sqlstate 2>&1 | tr '\n' ' ')
     echo "$1: $out"
     grep -q "released|f held|1 $" <<<"$out" || failures+=("$1: $out")
 }
-check "(a) release + denied acquire in a transaction rolled back, then the release again" "BEGIN;
+check "(a) release + denied acquire in a transaction rolled back, then the release again" "$hold_slot
+BEGIN;
 SELECT 'first', rate_limit_release('acme', 'jobs');
 SELECT 'next', allowed FROM rate_limit_acquire('acme', 'jobs', 'session');
 ROLLBACK;
 SELECT 'released', rate_limit_release('acme', 'jobs');"
-check "(b) release + denied acquire in a savepoint rolled back, then the release again" "BEGIN;
+check "(b) release + denied acquire in a savepoint rolled back, then the release again" "$hold_slot
+BEGIN;
 SAVEPOINT s;
 SELECT 'first', rate_limit_release('acme', 'jobs');
 SELECT 'next', allowed FROM rate_limit_acquire('acme', 'jobs', 'session');
 ROLLBACK TO s;
 SELECT 'released', rate_limit_release('acme', 'jobs');
 COMMIT;"
-[ ${#failures[@]} -eq 0 ] && holds "an acquire keeps a marker a pending release took: the retried release frees nothing else (2 cases)"
-reproduced "${#failures[@]} of 2 case(s): the denied acquire dropped the taken marker; the retried release freed job A's lease"
+check "(c) release + allowed acquire in a transaction rolled back: both error paths release (B's, C's)" "BEGIN;
+SELECT 'first', rate_limit_release('acme', 'jobs');
+SELECT 'next', allowed FROM rate_limit_acquire('acme', 'jobs', 'session');
+ROLLBACK;
+SELECT 'releasedB', rate_limit_release('acme', 'jobs');
+SELECT 'released', rate_limit_release('acme', 'jobs');"
+[ ${#failures[@]} -eq 0 ] && holds "an acquire keeps a marker a pending release took: the retried releases free nothing else (3 cases)"
+reproduced "${#failures[@]} of 3 case(s): the acquire dropped the marker the pending release took; the retried release freed job A's lease"
