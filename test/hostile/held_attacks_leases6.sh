@@ -130,7 +130,33 @@ SQL
     ok "1,200 failures on other keys: the marker beside the held lease stays, its release frees nothing" ||
     bad "marker beside a held lease after 1,200 failures: $out"
 
-# 7. No WARNING (a lock released twice, "you don't own a lock") nor crash in the server log from these.
+# 7. f73's and f74's sequences (whose releases are findings) and a burst of them with 2PC and savepoints,
+#    for the server log only: no lock given back twice, no internal error (XX000) in any output.
+out=$(session <<SQL
+SELECT 'A', allowed FROM rate_limit_acquire('k7', 'two', 'session');
+${FAIL//KEY/k7}
+BEGIN;
+SELECT 'first', rate_limit_release('k7', 'two');
+SELECT 'next', allowed FROM rate_limit_acquire('k7', 'two', 'session');
+ROLLBACK;
+SELECT 'again', rate_limit_release('k7', 'two');
+SELECT 'again', rate_limit_release('k7', 'two');
+SELECT 'A', allowed FROM rate_limit_acquire('k7', 'two', 'session');
+BEGIN;
+SELECT 'relA', rate_limit_release('k7', 'two');
+SAVEPOINT s;
+SELECT 'B', allowed FROM rate_limit_acquire('k7', 'two', 'session');
+ROLLBACK TO s;
+SELECT 'relB', rate_limit_release('k7', 'two');
+PREPARE TRANSACTION 'leases6_2pc';
+ROLLBACK PREPARED 'leases6_2pc';
+SELECT 'rel', rate_limit_release('k7', 'two');
+$HELD
+SQL
+)
+grep -q "XX000" <<<"$out" && bad "f73/f74 sequences: internal error: $out" || ok "f73/f74 sequences with 2PC: no internal error ($out)"
+
+# 8. No WARNING (a lock released twice, "you don't own a lock") nor crash in the server log from these.
 if [ -n "${SERVER_LOG:-}" ] && [ -r "$SERVER_LOG" ]; then
     warnings=$(tail -n +"$((log_lines_before + 1))" "$SERVER_LOG" | grep -c -E "you don't own a lock|terminated by signal|WARNING:.*lock")
     [ "$warnings" = 0 ] && ok "no lock WARNING nor crash in the server log" || bad "server log: $warnings lock WARNING(s) or crash(es)"
@@ -138,5 +164,5 @@ else
     bad "SERVER_LOG not set: cannot check the server log for WARNINGs"
 fi
 
-[ $failed -eq 0 ] && holds "7 checks: markers taken at commit and pruned only beside no lease" 
+[ $failed -eq 0 ] && holds "8 checks: markers taken at commit and pruned only beside no lease" 
 reproduced "an attack on markers no longer holds"
