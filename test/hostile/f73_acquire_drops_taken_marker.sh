@@ -18,10 +18,9 @@
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review
-holder=
+# The other session (started by psql's \!) ends with its backend.
 finish() {
     psql -X -q -d postgres -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'f73_holder'" >/dev/null 2>&1
-    [ -n "$holder" ] && kill "$holder" 2>/dev/null
     cleanup_review
 }
 trap finish EXIT
