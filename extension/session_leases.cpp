@@ -56,12 +56,12 @@ void make_marker(SessionLease *entry) {
     ++marker_count;
 }
 
-// Whether this backend holds a session lease of the key `identity` that no release is pending for: the
-// only case where a marker of the key matters (without one, a release of the key frees nothing anyway).
+// Whether this backend holds a session lease of the key `identity` (one with a release pending too: a
+// rollback may undo that release): the only case where a marker of the key matters (without one, a
+// release of the key frees nothing anyway).
 bool holds_lease(uint64 identity) {
     for (int i = 0; i < entry_count; ++i)
-        if (entries[i].kind == Entry::lease && entries[i].release_level == 0 && entries[i].identity == identity)
-            return true;
+        if (entries[i].kind == Entry::lease && entries[i].identity == identity) return true;
     return false;
 }
 
@@ -82,7 +82,7 @@ void trim_markers() {
     if (excess <= 0) return;
     kept = 0;
     for (int i = 0; i < entry_count; ++i) {
-        if (excess > 0 && entries[i].kind == Entry::marker) {
+        if (excess > 0 && entries[i].kind == Entry::marker && entries[i].release_level == 0) {
             --excess;
             --marker_count;
             continue;
@@ -197,7 +197,8 @@ void free_expired_session_leases(core::Micros now) {
 void session_lease_attempt(uint64 identity, core::Micros period, core::Micros now) {
     if (marker_count > 0)
         for (int i = entry_count - 1; i >= 0; --i)
-            if (entries[i].kind == Entry::marker && entries[i].identity == identity) forget(i);
+            if (entries[i].kind == Entry::marker && entries[i].release_level == 0 && entries[i].identity == identity)
+                forget(i);  // one a release of the open transaction took stays: a rollback gives it back (f73)
     append(identity, period, now, Entry::attempt);
 }
 

@@ -35,10 +35,11 @@ void session_leases_init();
 // (pg_advisory_unlock_all, DISCARD ALL) and the expired markers.
 void free_expired_session_leases(core::Micros now);
 
-// Before a session acquire of the key `identity` searches for a slot: drops the key's markers and records
-// the attempt (room made first: nothing can fail between taking a lease and recording it). If the
-// (sub)transaction aborts before session_lease_taken or session_lease_not_taken, the attempt becomes a
-// marker (a cancel during the search: the caller cannot know that nothing was taken).
+// Before a session acquire of the key `identity` searches for a slot: drops the key's markers (but those a
+// release of the open transaction took, which its rollback gives back) and records the attempt (room made
+// first: nothing can fail between taking a lease and recording it). If the (sub)transaction aborts before
+// session_lease_taken or session_lease_not_taken, the attempt becomes a marker (a cancel during the
+// search: the caller cannot know that nothing was taken).
 void session_lease_attempt(uint64 identity, core::Micros period, core::Micros now);
 // The attempt took the lock `tag` in the band `band`: it is a session lease now. Cannot fail.
 void session_lease_taken(const LOCKTAG &tag, std::int64_t band);

@@ -15,6 +15,7 @@
 # Expected: every retried release takes a marker (false) and job A's lease stays (1 held).
 # Suggested fix: session_lease_attempt drops only the markers no release has taken (release_level == 0);
 # a taken one goes at commit (commit()) or is given back by roll_back().
+# Fixed: an acquire drops only the markers no release of the open transaction has taken.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review

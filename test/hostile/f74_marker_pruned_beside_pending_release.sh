@@ -15,6 +15,8 @@
 # Suggested fix: in trim_markers, count a lease whose release is pending (release_level > 0) as held
 # (holds_lease without the release_level test), or re-run the pruning only at commit; a marker beside a
 # pending-released lease then goes at commit (or stays harmlessly until its period).
+# Fixed: a lease whose release is pending counts as held when markers are pruned (a rollback may undo the
+# release).
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review
