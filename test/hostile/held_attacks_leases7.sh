@@ -170,6 +170,56 @@ case "$out" in
 *) [ "$(grep -o 'ERROR' <<<"$out" | wc -l)" -ge 8 ] && ok "bad arguments: SQLSTATEs only ($out)" || bad "bad arguments: $out" ;;
 esac
 
+# 9. Eight sessions at once on one key (N = 3), each a procedure committing after every step: session
+#    acquires, 30% of the allowed ones failing in a PL/pgSQL block whose handler releases (the marker:
+#    false), random releases of what it holds. A monitor samples the README's holders query: never more
+#    than 3; at the end each session holds exactly what it believes it holds; no handler release frees one.
+q >/dev/null <<'SQL' || exit 2
+SELECT rate_limit_define('three', rate => 3, period => '1 hour', algorithm => 'concurrency');
+CREATE PROCEDURE rv7_worker(INOUT held int, INOUT bad_releases int, INOUT real_held bigint) LANGUAGE plpgsql AS $$
+DECLARE d record;
+BEGIN
+    held := 0; bad_releases := 0;
+    FOR i IN 1..200 LOOP
+        BEGIN
+            SELECT * INTO d FROM rate_limit_acquire('hot', 'three', 'session');
+            IF d.allowed AND random() < 0.3 THEN RAISE EXCEPTION 'boom'; END IF;
+            IF d.allowed THEN held := held + 1; END IF;
+        EXCEPTION WHEN raise_exception THEN
+            IF rate_limit_release('hot', 'three') THEN bad_releases := bad_releases + 1; END IF;
+        END;
+        COMMIT;
+        IF held > 0 AND random() < 0.5 THEN
+            IF NOT rate_limit_release('hot', 'three') THEN bad_releases := bad_releases + 1; END IF;
+            held := held - 1;
+        END IF;
+        COMMIT;
+    END LOOP;
+    SELECT count(*) INTO real_held FROM pg_locks WHERE objsubid = 21070 AND pid = pg_backend_pid() AND granted;
+END $$;
+SQL
+HOLDERS="WITH l AS MATERIALIZED (SELECT pid, objsubid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database()))
+SELECT coalesce(sum(c), 0) FROM (SELECT count(*) AS c FROM l WHERE objsubid = 21070
+   AND NOT EXISTS (SELECT FROM l AS m WHERE m.pid = l.pid AND m.objsubid = 21071) GROUP BY pid) s"
+workers=()
+for w in $(seq 1 8); do
+    q -c "CALL rv7_worker(NULL, NULL, NULL)" >"/tmp/rv7_w$w.$$" 2>&1 &
+    workers+=($!)
+done
+max=0
+while kill -0 "${workers[@]}" 2>/dev/null; do
+    n=$(q -c "$HOLDERS" 2>/dev/null || echo 0)
+    [ "$n" -gt "$max" ] && max=$n
+done
+wait
+results=$(cat /tmp/rv7_w*.$$ | tr '\n' ' ')
+rm -f /tmp/rv7_w*.$$
+mismatch=$(tr ' ' '\n' <<<"$results" | awk -F'|' 'NF == 3 && ($1 != $3 || $2 != 0) {n++} END {print n + 0}')
+lines=$(tr ' ' '\n' <<<"$results" | grep -c '|')
+[ "$max" -le 3 ] && [ "$lines" = 8 ] && [ "$mismatch" = 0 ] &&
+    ok "8 sessions, error paths and releases on one key: at most $max holders of 3, each holds what it believes (held|bad releases|real: $results)" ||
+    bad "8 sessions: max holders $max, results (held|bad releases|real): $results"
+
 [ "$(crash_count)" = "$crashes_before" ] && ok "no crash in the server log" || bad "the server crashed"
-[ $failed -eq 0 ] && holds "8 lease attacks held (terminate, DROP/CREATE EXTENSION, DROP SCHEMA, drop + define, DISCARD ALL, other role, SET ROLE, bad arguments)"
+[ $failed -eq 0 ] && holds "9 lease attacks held (8 sessions with error paths, terminate, DROP/CREATE EXTENSION, DROP SCHEMA, drop + define, DISCARD ALL, other role, SET ROLE, bad arguments)"
 reproduced "a lease attack no longer holds"
