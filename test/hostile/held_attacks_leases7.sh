@@ -220,6 +220,28 @@ lines=$(tr ' ' '\n' <<<"$results" | grep -c '|')
     ok "8 sessions, error paths and releases on one key: at most $max holders of 3, each holds what it believes (held|bad releases|real: $results)" ||
     bad "8 sessions: max holders $max, results (held|bad releases|real): $results"
 
+# 10. Acquire and release from a wrapper wrongly marked PARALLEL SAFE, run in a parallel worker
+#     (force_parallel_mode): refused with a SQLSTATE (a worker's session lease would end with the worker,
+#     its release would look at the worker's leases); the session's lease stays.
+out=$(session <<'SQL'
+CREATE FUNCTION rv7_acq(k text) RETURNS boolean LANGUAGE plpgsql PARALLEL SAFE
+    AS $$ BEGIN RETURN (rate_limit_acquire(k, 'two', 'session')).allowed; END $$;
+CREATE FUNCTION rv7_rel(k text) RETURNS boolean LANGUAGE plpgsql PARALLEL SAFE
+    AS $$ BEGIN RETURN rate_limit_release(k, 'two'); END $$;
+SELECT 'A', allowed FROM rate_limit_acquire('k10', 'two', 'session');
+SET force_parallel_mode = on;
+SELECT rv7_acq('k10');
+SELECT rv7_rel('k10');
+RESET force_parallel_mode;
+SELECT 'held', count(*) FROM pg_locks WHERE objsubid = 21070 AND pid = pg_backend_pid();
+SQL
+)
+case "$out" in
+"A|t ERROR:  "[0-9A-Z]????" ERROR:  "[0-9A-Z]????" held|1 ")
+    if grep -q XX000 <<<"$out"; then bad "parallel worker: $out"; else ok "acquire and release in a parallel worker: refused ($out)"; fi ;;
+*) bad "parallel worker: $out" ;;
+esac
+
 [ "$(crash_count)" = "$crashes_before" ] && ok "no crash in the server log" || bad "the server crashed"
-[ $failed -eq 0 ] && holds "9 lease attacks held (8 sessions with error paths, terminate, DROP/CREATE EXTENSION, DROP SCHEMA, drop + define, DISCARD ALL, other role, SET ROLE, bad arguments)"
+[ $failed -eq 0 ] && holds "10 lease attacks held (parallel worker, 8 sessions with error paths, terminate, DROP/CREATE EXTENSION, DROP SCHEMA, drop + define, DISCARD ALL, other role, SET ROLE, bad arguments)"
 reproduced "a lease attack no longer holds"
