@@ -242,6 +242,34 @@ case "$out" in
 *) bad "parallel worker: $out" ;;
 esac
 
+# 11. A session lease past its period (at most period + period/8) counts for no one, and stays in pg_locks
+#     until the session's next acquire or release, as the README says; a marker of it goes with it: the
+#     release after expiry frees the live lease taken since (true), not a marker; pg_advisory_unlock_all in
+#     an open transaction then ROLLBACK leaves no lock and no stale lease to release.
+q -c "SELECT rate_limit_define('short', rate => 1, period => '2 seconds', algorithm => 'concurrency')" >/dev/null || exit 2
+out=$(session <<SQL
+SELECT 'A', allowed FROM rate_limit_acquire('k11', 'short', 'session');
+SELECT a.allowed, 1 / (a.remaining - a.remaining) FROM rate_limit_acquire('k11', 'short', 'session') a;
+SELECT pg_sleep(2.4);
+\\! psql -X -q -At -c "SELECT 'other', allowed FROM rate_limit_acquire('k11', 'short')" 2>/dev/null
+$HELD
+SELECT 'B', allowed FROM rate_limit_acquire('k11', 'short', 'session');
+$HELD
+SELECT 'rel', rate_limit_release('k11', 'short');
+$HELD
+SELECT 'C', allowed FROM rate_limit_acquire('k11', 'short', 'session');
+BEGIN;
+SELECT pg_advisory_unlock_all();
+ROLLBACK;
+$HELD
+SELECT 'relC', rate_limit_release('k11', 'short');
+\\! psql -X -q -At -c "SELECT 'other2', allowed FROM rate_limit_acquire('k11', 'short')" 2>/dev/null
+SQL
+)
+want="A|t ERROR:  22012  other|t held|1 B|t held|1 rel|t held|0 C|t  held|0 relC|f other2|t "
+[ "$out" = "$want" ] && ok "expired lease: counts for no one, given back at the next acquire; unlock_all + rollback: nothing stale" ||
+    bad "expiry / unlock_all: $out"
+
 [ "$(crash_count)" = "$crashes_before" ] && ok "no crash in the server log" || bad "the server crashed"
-[ $failed -eq 0 ] && holds "10 lease attacks held (parallel worker, 8 sessions with error paths, terminate, DROP/CREATE EXTENSION, DROP SCHEMA, drop + define, DISCARD ALL, other role, SET ROLE, bad arguments)"
+[ $failed -eq 0 ] && holds "11 lease attacks held (expiry and pg_advisory_unlock_all, parallel worker, 8 sessions with error paths, terminate, DROP/CREATE EXTENSION, DROP SCHEMA, drop + define, DISCARD ALL, other role, SET ROLE, bad arguments)"
 reproduced "a lease attack no longer holds"
