@@ -270,6 +270,25 @@ want="A|t ERROR:  22012  other|t held|1 B|t held|1 rel|t held|0 C|t  held|0 relC
 [ "$out" = "$want" ] && ok "expired lease: counts for no one, given back at the next acquire; unlock_all + rollback: nothing stale" ||
     bad "expiry / unlock_all: $out"
 
+# 12. A session that took a transaction lease and a session lease in a transaction it PREPAREd, then is
+#     terminated: its session lease goes with it, the prepared transaction's lease stays until COMMIT
+#     PREPARED (others: 1 of 2, then 2).
+out=$(session <<SQL
+BEGIN;
+SELECT 'T', allowed FROM rate_limit_acquire('k12', 'two');
+SELECT 'S', allowed FROM rate_limit_acquire('k12', 'two', 'session');
+PREPARE TRANSACTION 'rv7_k12';
+SELECT pg_terminate_backend(pg_backend_pid());
+SQL
+)
+sleep 0.5
+after=$(q -c "$(others_sql k12)")
+q -c "COMMIT PREPARED 'rv7_k12'" >/dev/null
+final=$(q -c "$(others_sql k12)")
+case "$out" in "T|t S|t "*) ;; *) after="bad: $out $after" ;; esac
+[ "$after|$final" = "others|1|others|2" ] && ok "terminated after PREPARE: session lease gone, the prepared lease held until COMMIT PREPARED" ||
+    bad "terminated after PREPARE: $after | $final"
+
 [ "$(crash_count)" = "$crashes_before" ] && ok "no crash in the server log" || bad "the server crashed"
-[ $failed -eq 0 ] && holds "11 lease attacks held (expiry and pg_advisory_unlock_all, parallel worker, 8 sessions with error paths, terminate, DROP/CREATE EXTENSION, DROP SCHEMA, drop + define, DISCARD ALL, other role, SET ROLE, bad arguments)"
+[ $failed -eq 0 ] && holds "12 lease attacks held (2PC + terminate, expiry and pg_advisory_unlock_all, parallel worker, 8 sessions with error paths, terminate, DROP/CREATE EXTENSION, DROP SCHEMA, drop + define, DISCARD ALL, other role, SET ROLE, bad arguments)"
 reproduced "a lease attack no longer holds"
