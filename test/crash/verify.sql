@@ -135,7 +135,15 @@ SELECT format('%s rows in the heap, %s found through the hash index', (SELECT co
  WHERE found <> (SELECT count(*) FROM crash_rows);
 
 -- Nor must the hash index hold entries that lead nowhere: once VACUUM has removed the entries of dead
--- row versions (and of the rows the crash rolled back), it holds exactly one entry per row.
+-- row versions (and of the rows the crash rolled back), it holds exactly one entry per row. A bucket
+-- split leaves the moved entries' old copies in the old bucket until a cleanup that a crash can leave
+-- pending (the bucket flagged LH_BUCKET_NEEDS_SPLIT_CLEANUP; scans never return those copies), and VACUUM
+-- does that cleanup only in its bulk delete, which it skips when the table has no dead row: one row
+-- inserted and rolled back first makes it run (seen once in CI: 279 old copies in one bucket after crash 2).
+BEGIN;
+INSERT INTO rate_limit_state (limit_name, key, shard, value, ts)
+SELECT limit_name, 'crash verify: a dead row for VACUUM', shard, value, ts FROM rate_limit_state LIMIT 1;
+ROLLBACK;
 VACUUM (INDEX_CLEANUP ON) rate_limit_state;
 INSERT INTO crash_failures
 SELECT format('%s live entries in the hash index after VACUUM, %s rows', h.live_items, n.rows)
