@@ -88,3 +88,18 @@ lease_held_across() {
         -c "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 21070 AND pid = pg_backend_pid() AND granted" \
         -c "$probe" | tr '\n' ' '
 }
+
+# f63, f65, f66: a session that holds one more lease than it uses ('acme' under 'jobs', N = 2) runs $2 (a
+# job that fails, releases, or both) after $3 (the jobs it holds); afterwards it must still hold exactly
+# one session lease, and of three other sessions trying the key only one may get the other slot. Appends
+# "$1: ..." to the caller's failures array when either is not so.
+one_lease_left() {
+    local held="SELECT 'held', count(*) FROM pg_locks WHERE objsubid = 21070 AND pid = pg_backend_pid();"
+    local other="psql -X -q -At -c \"SELECT 'others', allowed FROM rate_limit_acquire('acme', 'jobs', 'session')\""
+    local others="\\! $other -c \"SELECT 'others', allowed FROM rate_limit_acquire('acme', 'jobs', 'session')\" -c \"SELECT pg_sleep(0.3)\" & sleep 0.1; $other; wait"
+    local out got
+    out=$(printf '%s\n%s\n%s\n%s\n' "$3" "$2" "$held" "$others" | q_any -v VERBOSITY=sqlstate 2>&1)
+    got=$(grep -c '^others|t$' <<<"$out")
+    grep -q '^held|1$' <<<"$out" && [ "$got" = 1 ] ||
+        failures+=("$1: a held lease gone, $got other session(s) admitted while it runs (N = 2): $(tr '\n' ' ' <<<"$out")")
+}
