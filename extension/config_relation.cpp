@@ -16,17 +16,6 @@ constexpr Column COLUMNS[] = {{"name", TEXTOID},         {"algorithm", TEXTOID},
                               {"shadow", BOOLOID}};
 constexpr int COLUMN_COUNT = sizeof(COLUMNS) / sizeof(COLUMNS[0]);
 
-Oid cached_schema = InvalidOid;
-Oid cached_relid = InvalidOid;
-bool checked = false;      // the table passed since its last invalidation
-uint64 invalidations = 0;  // of the table, to notice one arriving while it is being checked
-
-void on_relcache_invalidation(Datum, Oid relid) {
-    if (relid != InvalidOid && relid != cached_relid) return;
-    checked = false;
-    ++invalidations;
-}
-
 void check(Relation config, Oid extension) {
     check_extension_table(config, extension);
     const TupleDesc desc = RelationGetDescr(config);
@@ -44,25 +33,14 @@ void check(Relation config, Oid extension) {
     refuse_foreign_triggers(config, extension, "rate_limit_define");
 }
 
+CheckedTable table{"rate_limit_config", check};
+
 }  // namespace
 
-void config_relation_init() { CacheRegisterRelcacheCallback(on_relcache_invalidation, 0); }
+void config_relation_init() { table.register_invalidations(); }
 
 void require_usable_config_table(Oid extension, Oid schema, LOCKMODE lockmode) {
-    if (cached_schema != schema) {
-        cached_schema = schema;
-        cached_relid = InvalidOid;
-        checked = false;
-    }
-    const Oid before = cached_relid;
-    Relation config = open_extension_table(schema, "rate_limit_config", lockmode, &cached_relid);
-    if (cached_relid != before) checked = false;
-    while (!checked) {
-        const uint64 seen = invalidations;
-        check(config, extension);  // its catalog reads may accept invalidations
-        checked = seen == invalidations;
-    }
-    table_close(config, NoLock);  // the lock is kept until the transaction ends
+    table.require_usable(extension, schema, lockmode);
 }
 
 }  // namespace pg_ratelimit

@@ -2,11 +2,11 @@
 // it (rate_limit_define, rate_limit_drop) with SQL, as its owner.
 //
 // Refused with SQLSTATE 55000: a table that is not the extension's own (after a rename, a look-alike
-// table or view under the name), columns other than the install script's ten (the row trigger reads
+// table or view under the name), columns other than the install script's thirteen (the row trigger reads
 // them by position, requests by type), triggers other than the extension's two (they would run as the
 // owner whenever rate_limit_define writes), rules, forced row-level security. The result is cached until
-// the table changes (relcache invalidation); the lock taken (AccessShareLock to read, RowExclusiveLock
-// to write) keeps it true until the transaction ends, since changing any of it needs a stronger lock.
+// the table changes (CheckedTable, table_checks.hpp); the lock taken (AccessShareLock to read,
+// RowExclusiveLock to write) keeps it true until the transaction ends.
 #pragma once
 
 #include "postgres_headers.hpp"

@@ -6,8 +6,7 @@
 // key text, rate float8, capacity float8, max_reserved float8) or with one of them generated, triggers
 // other than the extension's (they would run as the owner whenever rate_limit_override writes), rules,
 // forced row-level security. Columns a DBA adds are harmless: the extension's SQL names its five. The
-// result is cached until the table changes (relcache invalidation); the lock taken keeps it true until
-// the transaction ends, since changing any of it needs a stronger lock.
+// result is cached until the table changes (CheckedTable, table_checks.hpp).
 #pragma once
 
 #include "postgres_headers.hpp"

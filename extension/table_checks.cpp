@@ -38,6 +38,34 @@ Relation open_extension_table(Oid schema, const char *name, LOCKMODE lockmode, O
     return relation;
 }
 
+void CheckedTable::register_invalidations() { CacheRegisterRelcacheCallback(on_invalidation, PointerGetDatum(this)); }
+
+void CheckedTable::on_invalidation(Datum self, Oid relid) {
+    auto *table = reinterpret_cast<CheckedTable *>(DatumGetPointer(self));
+    if (relid != InvalidOid && relid != table->relid_) return;  // InvalidOid: every relation
+    table->checked_ = false;
+    ++table->invalidations_;
+}
+
+Oid CheckedTable::require_usable(Oid extension, Oid schema, LOCKMODE lockmode) {
+    if (schema_ != schema) {
+        schema_ = schema;
+        relid_ = InvalidOid;
+        checked_ = false;
+    }
+    const Oid before = relid_;
+    Relation table = open_extension_table(schema, name_, lockmode, &relid_);
+    if (relid_ != before) checked_ = false;
+    while (!checked_) {
+        const uint64 seen = invalidations_;
+        check_(table, extension);  // its catalog reads may accept invalidations
+        checked_ = seen == invalidations_;
+    }
+    const Oid relid = RelationGetRelid(table);
+    table_close(table, NoLock);  // the lock is kept until the transaction ends
+    return relid;
+}
+
 void refuse_foreign_triggers(Relation relation, Oid extension, const char *writer) {
     // The triggers are copied first: looking their functions up reads the catalogs, which can accept
     // invalidations and rebuild the relcache entry, freeing its trigger descriptor.
