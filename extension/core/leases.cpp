@@ -2,42 +2,23 @@
 
 #include <algorithm>
 
+#include "core/hash.hpp"
+
 namespace pg_ratelimit::core {
-namespace {
-
-// MurmurHash3's 64-bit finalizer: every input bit affects every output bit.
-std::uint64_t mix(std::uint64_t x) noexcept {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    x ^= x >> 33;
-    return x;
-}
-
-std::uint64_t fnv1a(std::uint64_t hash, const char *data, std::size_t size) noexcept {
-    for (std::size_t i = 0; i < size; ++i) {
-        hash ^= static_cast<unsigned char>(data[i]);
-        hash *= 1099511628211ULL;
-    }
-    return hash;
-}
-
-}  // namespace
 
 std::uint64_t lease_identity(const char *limit_name, std::size_t limit_size, const char *key,
                              std::size_t key_size) noexcept {
     // Neither a name nor a key can hold a NUL byte (PostgreSQL text): the separator keeps ("ab", "c") and
     // ("a", "bc") apart.
-    std::uint64_t hash = fnv1a(14695981039346656037ULL, limit_name, limit_size);
-    const char separator = '\0';
+    const unsigned char separator = 0;
+    std::uint64_t hash = fnv1a(FNV_OFFSET, reinterpret_cast<const unsigned char *>(limit_name), limit_size);
     hash = fnv1a(hash, &separator, 1);
-    return mix(fnv1a(hash, key, key_size));
+    return mix64(fnv1a(hash, reinterpret_cast<const unsigned char *>(key), key_size));
 }
 
 std::uint64_t lease_slot_tag(std::uint64_t identity, std::uint32_t slot, std::int64_t band) noexcept {
-    const std::uint64_t where = mix(static_cast<std::uint64_t>(band) * 0x9E3779B97F4A7C15ULL + slot);
-    return mix(identity ^ where);
+    const std::uint64_t where = mix64(static_cast<std::uint64_t>(band) * 0x9E3779B97F4A7C15ULL + slot);
+    return mix64(identity ^ where);
 }
 
 LeaseBands lease_bands(Micros period, Micros now) noexcept {

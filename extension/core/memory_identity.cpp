@@ -3,30 +3,10 @@
 
 #include <cstring>
 
+#include "core/hash.hpp"
+
 namespace pg_ratelimit::core {
 namespace {
-
-constexpr std::uint64_t FNV_OFFSET = 14695981039346656037ULL;
-constexpr std::uint64_t FNV_PRIME = 1099511628211ULL;
-
-// A bijective 64-bit mixer (xor-shifts and odd multipliers, the SplitMix64 finalizer's constants): each
-// output bit depends on every input bit. Bijective, so it loses nothing of the FNV state.
-std::uint64_t finalize(std::uint64_t x) noexcept {
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
-std::uint64_t fnv1a(std::uint64_t state, const unsigned char *data, std::size_t size) noexcept {
-    for (std::size_t i = 0; i < size; ++i) {
-        state ^= data[i];
-        state *= FNV_PRIME;
-    }
-    return state;
-}
 
 std::size_t put_varint(unsigned char *out, std::uint64_t value) noexcept {
     std::size_t n = 0;
@@ -59,16 +39,16 @@ bool get_varint(const unsigned char *data, std::size_t end, std::size_t *pos, st
 // hash apart.
 std::uint64_t identity_hash(bool digest, const unsigned char *bytes, std::size_t length, std::uint64_t seed) noexcept {
     const unsigned char form = digest ? 1 : 0;
-    std::uint64_t state = FNV_OFFSET ^ finalize(seed);
+    std::uint64_t state = FNV_OFFSET ^ mix64(seed);
     state = fnv1a(state, &form, 1);
-    return finalize(fnv1a(state, bytes, length));
+    return mix64(fnv1a(state, bytes, length));
 }
 
 }  // namespace
 
 std::uint64_t memory_hash_bytes(const unsigned char *data, std::size_t size, std::uint64_t seed) noexcept {
-    // finalize(0) == 0: seed 0 starts from the plain FNV offset basis.
-    return finalize(fnv1a(FNV_OFFSET ^ finalize(seed), data, size));
+    // mix64(0) == 0: seed 0 starts from the plain FNV offset basis.
+    return mix64(fnv1a(FNV_OFFSET ^ mix64(seed), data, size));
 }
 
 std::uint64_t memory_limit_hash(const char *limit, std::size_t limit_len) noexcept {
