@@ -138,4 +138,15 @@ void require_valid_cost(double cost) {
                  errdetail("cost is %s.", number_text(cost))));
 }
 
+core::Rescale rescale_arg(FunctionCallInfo fcinfo, int argno) {
+    if (PG_ARGISNULL(argno)) return core::Rescale::proportional;
+    const char *name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+    if (strcmp(name, "proportional") == 0) return core::Rescale::proportional;
+    if (strcmp(name, "as_is") == 0) return core::Rescale::as_is;
+    if (strcmp(name, "reset") == 0) return core::Rescale::reset;
+    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown rescale rule \"%s\"", clipped_text(name)),
+                    errhint("Use 'proportional', 'as_is' or 'reset'.")));
+    pg_unreachable();
+}
+
 }  // namespace pg_ratelimit

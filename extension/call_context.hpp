@@ -9,6 +9,7 @@
 #pragma once
 
 #include "core/limit.hpp"
+#include "core/rescale.hpp"
 #include "postgres_headers.hpp"
 
 namespace pg_ratelimit {
@@ -41,6 +42,8 @@ text *key_arg(FunctionCallInfo fcinfo, int argno);    // required, at most MAX_K
 double cost_arg(FunctionCallInfo fcinfo, int argno);  // default 1; positive and finite
 void require_key_length(const text *key);             // 22001 beyond MAX_KEY_BYTES
 void require_valid_cost(double cost);                 // 22023 outside [MIN_UNITS, MAX_UNITS]
+// How a redefinition carries stored keys over: 'proportional' (the default), 'as_is' or 'reset'; else 22023.
+core::Rescale rescale_arg(FunctionCallInfo fcinfo, int argno);
 
 inline constexpr int MAX_KEY_BYTES = 1024;
 

@@ -65,15 +65,6 @@ void delete_all_keys(const CallContext &context, Datum name) {
     }
 }
 
-core::Rescale rescale_from_text(const char *name) {
-    if (strcmp(name, "proportional") == 0) return core::Rescale::proportional;
-    if (strcmp(name, "as_is") == 0) return core::Rescale::as_is;
-    if (strcmp(name, "reset") == 0) return core::Rescale::reset;
-    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown rescale rule \"%s\"", clipped_text(name)),
-                    errhint("Use 'proportional', 'as_is' or 'reset'.")));
-    pg_unreachable();
-}
-
 // Carries every stored key of a table limit over from `from` to `to` (core/rescale.hpp), in the
 // redefinition's transaction: each row is locked as it is read (FOR NO KEY UPDATE: a concurrent request
 // that changed it first is waited for and its write seen), then written back rescaled.
@@ -161,8 +152,7 @@ Datum define_body(FunctionCallInfo fcinfo) {
     limit.jitter = PG_ARGISNULL(9) ? 0 : jitter_micros(PG_GETARG_INTERVAL_P(9));
     if (PG_ARGISNULL(12)) ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("shadow must not be null")));
     limit.shadow = PG_GETARG_BOOL(12);
-    const core::Rescale rule =
-        PG_ARGISNULL(10) ? core::Rescale::proportional : rescale_from_text(text_to_cstring(PG_GETARG_TEXT_PP(10)));
+    const core::Rescale rule = rescale_arg(fcinfo, 10);
     require_valid_limit(limit);
     if (limit.storage == core::Storage::memory) require_memory_state();
 

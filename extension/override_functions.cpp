@@ -45,17 +45,6 @@ text *limit_name_arg(FunctionCallInfo fcinfo, int argno) {
     return name;
 }
 
-core::Rescale rescale_arg(FunctionCallInfo fcinfo, int argno) {
-    if (PG_ARGISNULL(argno)) return core::Rescale::proportional;
-    const char *name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
-    if (strcmp(name, "proportional") == 0) return core::Rescale::proportional;
-    if (strcmp(name, "as_is") == 0) return core::Rescale::as_is;
-    if (strcmp(name, "reset") == 0) return core::Rescale::reset;
-    ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown rescale rule \"%s\"", clipped_text(name)),
-                    errhint("Use 'proportional', 'as_is' or 'reset'.")));
-    pg_unreachable();
-}
-
 // The limit's definition, its row locked FOR SHARE, then the limit's lock; ERROR 42704 if there is none.
 // The definition is read as the limit cache reads it (limit_read: the same columns, validated), with the
 // latest snapshot, which sees the row just locked.
