@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# Finding 77 (medium): on a hot standby, a memory limit's entries are never carried over when the primary
+# Finding 77 (low-medium; the README admits "on a standby ... the numbers stay as they are", not what that
+# does to GCRA): on a hot standby, a memory limit's entries are never carried over when the primary
 # redefines the limit's numbers: f22 (fixed on the primary) comes back there. A redefinition that keeps the
 # algorithm, shards and storage keeps the epoch, so the standby's entries still count; but the carry-over
 # (core/rescale.cpp: the GCRA TAT rewritten, balances kept or scaled) runs in the primary's commit callback,
 # on the primary's shared memory only. The standby reads its old entries with the new numbers: a GCRA key
 # exhausted under 100/minute is given 98 units at once after a tightening to 100/hour (the primary: 0). The
-# README says memory limits work on a standby, each server counting on its own, and that "on standbys,
-# entries of an older definition count as absent": these are neither absent nor carried over.
+# README says memory limits work on a standby, each server counting on its own, that "on standbys, entries
+# of an older definition count as absent", and (Redefining a limit) that on a standby "the numbers stay as
+# they are": for GCRA, numbers kept as they are is exactly f22's refill, an over-admission the README does
+# not mention.
 # Attack: primary + streaming hot standby (pg_basebackup), both preloading pg_ratelimit; a GCRA memory limit
 # 100/minute; a key exhausted on each server; the primary redefines it 100/hour; the key asks 150 times
 # on each.
-# Expected: the standby admits what the primary does (0), e.g. its entries of a redefined limit count as
-# absent only when that cannot over-admit, or are carried over at replay, or the README and the epoch say so.
+# Expected: the standby admits no more than the primary (0): e.g. an entry remembers the numbers it was made
+# under and is carried over (core::rescaled_state) when it is read under others.
 here=$(dirname "$0")
 source "$here/lib.sh"
 source "$here/own_cluster.sh"
