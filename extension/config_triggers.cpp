@@ -117,17 +117,30 @@ bool is_memory_limit(const TriggerData *trigger, HeapTuple row) {
     return storage != nullptr && strcmp(storage, "memory") == 0;
 }
 
+// Whether the algorithm stays, or changes between two whose keys keep their balance (token bucket and
+// GCRA, core/rescale.hpp): rate_limit_define carries a memory limit's keys over at commit.
+bool algorithm_carries_over(const TriggerData *trigger, HeapTuple old_row, HeapTuple new_row) {
+    constexpr int ALGORITHM = 2;
+    if (same_column(trigger, old_row, new_row, ALGORITHM)) return true;
+    const auto balance_kept = [&](HeapTuple row) {
+        const char *algorithm = SPI_getvalue(row, RelationGetDescr(trigger->tg_relation), ALGORITHM);
+        return algorithm != nullptr && (strcmp(algorithm, "token_bucket") == 0 || strcmp(algorithm, "gcra") == 0);
+    };
+    return balance_kept(old_row) && balance_kept(new_row);
+}
+
 // A memory limit's entries go when the change commits, as a table limit's rows go with the change itself
-// (rate_limit_define, rate_limit_drop): when the limit is deleted or renamed, or its algorithm, shards or
-// storage change. (Not on INSERT: rate_limit_define's upsert fires the BEFORE INSERT trigger for a
-// redefinition too; what a dropped limit left was forgotten when its drop committed.)
+// (rate_limit_define, rate_limit_drop): when the limit is deleted or renamed, or its algorithm (but for
+// token bucket <-> GCRA), shards or storage change. (Not on INSERT: rate_limit_define's upsert fires the
+// BEFORE INSERT trigger for a redefinition too; what a dropped limit left was forgotten when its drop
+// committed.) An entry made under another algorithm or epoch than the limit's counts as absent anyway
+// (core::memory_definition): an UPDATE by hand from token bucket to GCRA starts the keys afresh.
 void forget_memory_state(const TriggerData *trigger, HeapTuple old_row, HeapTuple new_row) {
     constexpr int NAME = 1;
-    constexpr int ALGORITHM = 2;
     constexpr int SHARDS = 8;
     if (old_row != nullptr && name_of(trigger, old_row) != nullptr && is_memory_limit(trigger, old_row) &&
         (new_row == nullptr || !same_column(trigger, old_row, new_row, NAME) ||
-         !same_column(trigger, old_row, new_row, ALGORITHM) || !same_column(trigger, old_row, new_row, SHARDS) ||
+         !algorithm_carries_over(trigger, old_row, new_row) || !same_column(trigger, old_row, new_row, SHARDS) ||
          !same_column(trigger, old_row, new_row, STORAGE_COLUMN)))
         memory_state_forget_at_commit(name_of(trigger, old_row));
 }

@@ -172,12 +172,10 @@ Datum define_body(FunctionCallInfo fcinfo) {
     if (old_complete) require_concurrency_kept(old, limit, text_to_cstring(name));  // the row trigger's check, first
     // Keys start afresh, under a new epoch, when asked to, when their numbers would mean something else
     // (another algorithm, unless it converts; another split over shards), or when their state would have
-    // to move to another storage. A memory limit's keys also start afresh on any change of algorithm: its
-    // entries are forgotten when the change commits (config_triggers.cpp).
+    // to move to another storage.
     const bool fresh = !old_complete || core::validate_limit(old) != core::LimitProblem::none ||
                        rule == core::Rescale::reset || !core::state_carries_over(old, limit) ||
-                       old.storage != limit.storage ||
-                       (limit.storage == core::Storage::memory && old.algorithm != limit.algorithm);
+                       old.storage != limit.storage;
     const int64 epoch = fresh ? new_epoch() : static_cast<int64>(old.epoch);
     limit.epoch = static_cast<uint64>(epoch);
 

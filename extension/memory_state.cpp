@@ -178,8 +178,13 @@ void load_file() {
     }
     FILE *file = AllocateFile(SAVE_FILE, PG_BINARY_R);
     if (file == nullptr) {
-        if (errno != ENOENT)
-            ereport(LOG, (errcode_for_file_access(), errmsg("pg_ratelimit: could not read \"%s\": %m", SAVE_FILE)));
+        // An unreadable file (another owner, no permission) is removed: left there, it would make every
+        // later save fail (durable_rename opens the file it replaces), and each clean restart lose the state.
+        if (errno != ENOENT) {
+            ereport(LOG, (errcode_for_file_access(), errmsg("pg_ratelimit: could not read \"%s\": %m", SAVE_FILE),
+                          errdetail("The file is removed; every key starts at full capacity.")));
+            unlink(SAVE_FILE);
+        }
         return;
     }
     attach();
@@ -224,8 +229,9 @@ void load_file() {
 // One key's shard carried between limits of its own (per-key tiers), found by its identity.
 struct KeyRescale {
     core::MemoryIdentity identity;
-    uint64 definition;  // core::memory_definition its entry must have been made under
-    core::Limit from;   // shard limits
+    uint64 definition;     // core::memory_definition its entry must have been made under
+    uint64 to_definition;  // and the one it is under once carried over (another algorithm: GCRA <-> token bucket)
+    core::Limit from;      // shard limits
     core::Limit to;
     core::Micros from_origin;
     core::Micros to_origin;
@@ -317,6 +323,7 @@ void rescale_entry(core::MemoryTable &table, uint32 partition, int slot, const K
     }
     entry.state = core::rescaled_state(key.from, key.to, entry.state, now, key.from_origin, key.to_origin, rule);
     entry.full_at = now + std::max<core::Micros>(1, core::time_to_full(key.to, &entry.state, now, key.to_origin));
+    entry.definition = key.to_definition;
 }
 
 // Only the keys of the change (an override set, changed or dropped).
@@ -339,6 +346,7 @@ void rescale_limit(const PendingForget &change) {
     const core::Limit from = core::shard_limit(change.from);
     const core::Limit to = core::shard_limit(change.to);
     const uint64 definition = core::memory_definition(change.from);
+    const uint64 to_definition = core::memory_definition(change.to);
     const bool keyed = (core::uses_window_grid(change.from.algorithm) && !change.from.has_start) ||
                        (core::uses_window_grid(change.to.algorithm) && !change.to.has_start);
     const core::Micros now = clock_now();
@@ -366,6 +374,7 @@ void rescale_limit(const PendingForget &change) {
             const core::Micros to_origin = core::key_origin(change.to, key_chars, key_len);
             entry.state = core::rescaled_state(from, to, entry.state, now, from_origin, to_origin, change.rule);
             entry.full_at = now + std::max<core::Micros>(1, core::time_to_full(to, &entry.state, now, to_origin));
+            entry.definition = to_definition;
         }
         LWLockRelease(&memory.partition_locks[partition].lock);
     }
@@ -629,6 +638,7 @@ void attach_keys(PendingForget *entry, const text *limit_name, const MemoryKeyLi
             KeyRescale &rescale = rescales[n++];
             rescale.identity = memory_identity(limit_name, key, shard, seed);
             rescale.definition = core::memory_definition(keys[i].from);
+            rescale.to_definition = core::memory_definition(keys[i].to);
             rescale.from = from;
             rescale.to = to;
             rescale.from_origin = core::key_origin(keys[i].from, keys[i].key, keys[i].key_length);

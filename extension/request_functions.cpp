@@ -34,6 +34,62 @@ Datum decide(FunctionCallInfo fcinfo, SettleMode mode) {
     return decision_datum(context, limit, decide_key(context, limit, limit_name, key, mode, cost, reserve));
 }
 
+// The keys of a batch and what it decided about them, in the order given.
+struct Batch {
+    int count;
+    text *limit_name;
+    text **keys;
+    const core::Limit *limits;  // each key's own (its override, if any)
+    double *costs;
+    core::Outcome *outcomes;
+};
+
+// Gives back what the memory keys order[0..end) took (allowed, not only by a shadow limit), last first. Not
+// interruptible: it must finish once begun.
+void refund_memory_keys(const CallContext &context, const Batch &batch, const int *order, int end) {
+    HOLD_INTERRUPTS();
+    for (int n = end - 1; n >= 0; --n) {
+        const int i = order[n];
+        if (!batch.outcomes[i].allowed || batch.outcomes[i].shadow_denied) continue;
+        (void)decide_key(context, batch.limits[i], batch.limit_name, batch.keys[i], SettleMode::refund, batch.costs[i],
+                         false);
+    }
+    RESUME_INTERRUPTS();
+}
+
+// Decides the keys in the order of `order`. Table keys roll back with the statement; memory entries do
+// not, so an error or a cancel among a memory limit's keys first gives back what the keys before it took
+// (f76): a call that fails consumes nothing, as rate_limit_request_all. No C++ object is alive across the
+// PG_TRY (cpp_boundary.hpp).
+void decide_batch(const CallContext &context, const Batch &batch, const int *order, bool memory) {
+    const MemoryContext memory_context = CurrentMemoryContext;
+    volatile int decided = 0;  // order[0..decided) are decided
+    PG_TRY();
+    {
+        for (int n = 0; n < batch.count; ++n) {
+            // A long batch can be cancelled between keys.
+            CHECK_FOR_INTERRUPTS();
+            const int i = order[n];
+            batch.outcomes[i] = decide_key(context, batch.limits[i], batch.limit_name, batch.keys[i],
+                                           SettleMode::request, batch.costs[i], false);
+            decided = n + 1;
+        }
+    }
+    PG_CATCH();
+    {
+        if (!memory) PG_RE_THROW();
+        MemoryContextSwitchTo(memory_context);
+        ErrorData *error = CopyErrorData();
+        FlushErrorState();
+        // The memory table's locks are released before it raises an error; whatever else failed holding
+        // one would have it released by the abort to come: release it now, so that the refunds can run.
+        LWLockReleaseAll();
+        refund_memory_keys(context, batch, order, decided);
+        ReThrowError(error);
+    }
+    PG_END_TRY();
+}
+
 // rate_limit_request_many(keys, limit_name, costs) -> one row (key, position, decision) per key, in order.
 // Every key and cost is checked before the first decision, so that a bad element fails the call before it
 // consumed anything (memory limits do not roll back).
@@ -74,31 +130,33 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
     // deadlock on the row locks they hold until commit; rows in the order given. A memory limit holds no
     // lock from one key to the next: its keys are decided in the order given, without sorting.
     // (std::sort neither allocates nor throws here, and the keys are detoasted before it.)
-    auto *key_texts = static_cast<text **>(palloc(sizeof(text *) * (count + 1)));
+    Batch batch{count,
+                limit_name,
+                static_cast<text **>(palloc(sizeof(text *) * (count + 1))),
+                limits,
+                static_cast<double *>(palloc(sizeof(double) * (count + 1))),
+                static_cast<core::Outcome *>(palloc(sizeof(core::Outcome) * (count + 1)))};
     auto *order = static_cast<int *>(palloc(sizeof(int) * (count + 1)));
     for (int i = 0; i < count; ++i) {
-        key_texts[i] = DatumGetTextPP(keys[i]);
+        batch.keys[i] = DatumGetTextPP(keys[i]);
+        batch.costs[i] = costs == nullptr || cost_nulls[i] ? 1.0 : DatumGetFloat8(costs[i]);
         order[i] = i;
     }
-    if (limit.storage != core::Storage::memory)
+    const bool memory = limit.storage == core::Storage::memory;
+    if (!memory) {
+        text **key_texts = batch.keys;
         std::sort(order, order + count, [key_texts](int a, int b) {
             const int bytes = compare_bytes(key_texts[a], key_texts[b]);
             return bytes != 0 ? bytes < 0 : a < b;
         });
-    auto *outcomes = static_cast<core::Outcome *>(palloc(sizeof(core::Outcome) * (count + 1)));
-    for (int n = 0; n < count; ++n) {
-        // A long batch can be cancelled between keys (memory limits keep what was decided until then).
-        CHECK_FOR_INTERRUPTS();
-        const int i = order[n];
-        const double cost = costs == nullptr || cost_nulls[i] ? 1.0 : DatumGetFloat8(costs[i]);
-        outcomes[i] = decide_key(context, limits[i], limit_name, key_texts[i], SettleMode::request, cost, false);
     }
+    decide_batch(context, batch, order, memory);
     for (int i = 0; i < count; ++i) {
         Datum values[2 + DECISION_COLUMNS];
         bool nulls[2 + DECISION_COLUMNS] = {};
-        values[0] = PointerGetDatum(key_texts[i]);
+        values[0] = PointerGetDatum(batch.keys[i]);
         values[1] = Int32GetDatum(i + 1);
-        decision_values(limits[i], outcomes[i], values + 2);
+        decision_values(limits[i], batch.outcomes[i], values + 2);
         tuplestore_putvalues(result->setResult, result->setDesc, values, nulls);
     }
     return static_cast<Datum>(0);
