@@ -189,6 +189,27 @@ restart fast drop_without_preload
 p -c "SELECT rate_limit_define('ro_memory', 10, '1 day', storage => 'memory')" >/dev/null
 check "a memory limit dropped without the preload and defined again: its key starts full" "10" "$(left e ro_memory)"
 
+# 11. (twentieth review, f76's refund) A memory batch cancelled (statement_timeout) after keys with an
+#     override, costs, a key given several times, a key denied before and after, and a shadow limit's keys
+#     over their limit (allowed, nothing taken): every key is as before, none above its capacity (a shadow
+#     key's remaining: 0 over its limit, 9 full); the same inside a PL/pgSQL block that catches the cancel
+#     (a subtransaction), whose transaction goes on.
+p -c "SELECT rate_limit_define('rf', 10, '1 day', storage => 'memory')" -c "SELECT rate_limit_override('o', 'rf', 3)" \
+  -c "SELECT rate_limit_define('rfs', 10, '1 day', storage => 'memory', shadow => true)" \
+  -c "SELECT count(*) FROM rate_limit_request_many(ARRAY['d','d','d','d','d','d','d','d','d','d','o'], 'rf')" \
+  -c "SELECT count(*) FROM rate_limit_request_many(array_fill('s'::text, ARRAY[12]), 'rfs')" >/dev/null
+rf_left() { p -c "SELECT string_agg(k || '=' || (SELECT CASE WHEN allowed THEN remaining + 1 ELSE 0 END FROM rate_limit_check(k, '$1')), ' ') FROM unnest(ARRAY[$2]) k"; }
+got=$(PGOPTIONS="$PGOPTIONS -c statement_timeout=300ms" p \
+    -c "SELECT count(*) FROM rate_limit_request_many(ARRAY['o','x','o','d','x','o','o'] || array_fill('z'::text, ARRAY[999000]), 'rf', ARRAY[1,2,1,1,3,1,1] || array_fill(0.000001::float8, ARRAY[999000]))" \
+    -c "SELECT count(*) FROM rate_limit_request_many(ARRAY['s'] || array_fill('t'::text, ARRAY[999000]), 'rfs')" | tr '\n' ' ')
+check "cancelled memory batches: 57014 each, every key as before (override, costs, duplicates, denied, shadow)" \
+    "ERROR:  57014 ERROR:  57014 |o=2 d=0 x=10 z=10|0|9" \
+    "$got|$(rf_left rf "'o','d','x','z'")|$(p -c "SELECT (rate_limit_check('s', 'rfs')).remaining || '|' || (rate_limit_check('t', 'rfs')).remaining")"
+got=$(PGOPTIONS="$PGOPTIONS -c statement_timeout=300ms" p -c "BEGIN" \
+    -c "DO \$\$ BEGIN PERFORM count(*) FROM rate_limit_request_many(ARRAY['x','x'] || array_fill('y'::text, ARRAY[999000]), 'rf');
+        EXCEPTION WHEN query_canceled THEN RAISE NOTICE 'caught'; END \$\$" -c "SELECT 'then', allowed FROM rate_limit_request('x', 'rf')" -c "COMMIT" | tr '\n' ' ')
+check "a memory batch cancelled inside a subtransaction: refunded, the transaction goes on" "then|t |x=9 y=10" "$got|$(rf_left rf "'x','y'")"
+
 check "no crash but the SIGKILL of check 8" "1" "$(grep -c 'terminated by signal' "$SERVER_LOG")"
 echo "failures: $failures"
 [ "$failures" -eq 0 ] || { echo "REPRODUCED: $failures storage attacks no longer hold"; exit 1; }
