@@ -8,10 +8,16 @@
 // needs one attempt. Nothing here is transactional (see memory_state.hpp).
 //
 // An entry whose key is back at full capacity, or that was made under another algorithm or shard count
-// (core::memory_definition), counts as no entry: the decision starts from a full key.
+// (core::memory_definition), counts as no entry: the decision starts from a full key. Except between token
+// bucket and GCRA, which hold the same balance in two forms: an entry made under the other is converted.
+// A switch between them carries the entries over when it commits (memory_state.cpp), but a call that read
+// the limit before (a long batch, f81) or a switch undone by an UPDATE of rate_limit_config (f82) still
+// meets entries of the other form: read as absent, they would refill the key.
 #include <algorithm>
 
+#include "clock.hpp"
 #include "core/algorithms.hpp"
+#include "core/rescale.hpp"
 #include "core/shards.hpp"
 #include "memory_store.hpp"
 #include "state_access.hpp"
@@ -39,19 +45,37 @@ void release(StateHandle *handle) {
     state.held = MemoryState::Held::nothing;
 }
 
+// The limit under the other of token bucket and GCRA.
+core::Limit other_form(core::Limit limit) {
+    limit.algorithm = limit.algorithm == core::Algorithm::gcra ? core::Algorithm::token_bucket : core::Algorithm::gcra;
+    return limit;
+}
+
 // The entry's state, if it holds one that counts (see the top of the file). An entry whose key is back
 // at full capacity is passed on as it is: the decisions it gives are those of no entry, and not reading
 // the clock here saves a clock read per call.
+
 bool current_state(const StateHandle *handle, const core::MemoryEntry &entry, core::State *state) {
-    if (entry.definition != handle->memory.definition || entry.full_at == core::MEMORY_NO_STATE) return false;
-    *state = entry.state;
+    if (entry.full_at == core::MEMORY_NO_STATE) return false;
+    if (entry.definition == handle->memory.definition) {
+        *state = entry.state;
+        return true;
+    }
+    if (entry.definition != handle->memory.other_definition) return false;
+    // The same numbers under the other algorithm: the balance kept, in this algorithm's form.
+    const core::Limit limit = core::shard_limit(handle->target.limit);
+    *state = core::rescaled_state(other_form(limit), limit, entry.state, clock_now(), 0, 0, core::Rescale::as_is);
     return true;
 }
 
 void memory_open(StateHandle *handle) {
     MemoryState &state = handle->memory;
     state.held = MemoryState::Held::nothing;
-    state.definition = core::memory_definition(handle->target.limit);
+    const core::Limit &limit = handle->target.limit;
+    state.definition = core::memory_definition(limit);
+    state.other_definition = 0;  // no definition is 0: it has shards >= 1
+    if (limit.algorithm == core::Algorithm::token_bucket || limit.algorithm == core::Algorithm::gcra)
+        state.other_definition = core::memory_definition(other_form(limit));
     state.seed = memory_store().table.seed();
 }
 

@@ -3,6 +3,8 @@
 // forgetting a dropped or redefined limit at commit, and the figures rate_limit_storage shows.
 #include "memory_state.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 
@@ -165,7 +167,7 @@ void save_file(int code, Datum) {
         unlink(SAVE_FILE_TEMP);
         return;
     }
-    (void)durable_rename(SAVE_FILE_TEMP, SAVE_FILE, LOG);
+    if (durable_rename(SAVE_FILE_TEMP, SAVE_FILE, LOG) != 0) unlink(SAVE_FILE_TEMP);
 }
 
 void load_file() {
@@ -174,6 +176,16 @@ void load_file() {
         if (unlink(SAVE_FILE) == 0)
             ereport(LOG, (errmsg("pg_ratelimit: the memory state saved at the last stop was discarded"),
                           errdetail("The server was not shut down cleanly.")));
+        return;
+    }
+    // Not a file the server wrote (a directory, a link: f84): in the way of every save, so removed.
+    struct stat status;
+    if (lstat(SAVE_FILE, &status) == 0 && !S_ISREG(status.st_mode)) {
+        const bool removed = (S_ISDIR(status.st_mode) ? rmdir(SAVE_FILE) : unlink(SAVE_FILE)) == 0;
+        ereport(LOG, (errmsg("pg_ratelimit: \"%s\" is not a regular file", SAVE_FILE),
+                      removed ? errdetail("It was removed; every key starts at full capacity.")
+                              : errdetail("It could not be removed (%m): the memory state cannot be saved at shutdown "
+                                          "until it is.")));
         return;
     }
     FILE *file = AllocateFile(SAVE_FILE, PG_BINARY_R);
