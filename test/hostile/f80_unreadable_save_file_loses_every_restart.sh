@@ -18,25 +18,18 @@ own_cluster_start
 export PGDATABASE=postgres
 p() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 file=$OWN_DIR/data/pg_stat/pg_ratelimit_memory.state
-restart() {  # restart [command run while the server is down]
-    "${OWN_AS_SERVER[@]}" pg_ctl -D "$OWN_DIR/data" -m fast -w stop >/dev/null || exit 2
-    [ $# -eq 0 ] || "$@"
-    "${OWN_AS_SERVER[@]}" pg_ctl -D "$OWN_DIR/data" -l "$SERVER_LOG" -w -t 60 \
-        -o "-c listen_addresses='' -c unix_socket_directories='$OWN_DIR' -p 5432 -c shared_preload_libraries=pg_ratelimit" \
-        start >/dev/null || { tail "$SERVER_LOG"; exit 2; }
-}
 unreadable() {
     if [ "$(id -u)" -eq 0 ]; then chown root: "$file" && chmod 600 "$file"; else chmod 000 "$file"; fi
 }
 left() { p -c "SELECT (rate_limit_check('k', 'm')).remaining + 1"; }
 p -c "CREATE EXTENSION pg_ratelimit" -c "SELECT rate_limit_define('m', 10, '1 day', storage => 'memory')" \
   -c "SELECT count(*) FROM rate_limit_request_many(ARRAY['k', 'k', 'k'], 'm')" >/dev/null || exit 2
-restart
+own_cluster_restart
 control=$(left)
-restart unreadable
+own_cluster_restart unreadable
 p -c "SELECT count(*) FROM rate_limit_request_many(ARRAY['k', 'k', 'k'], 'm')" >/dev/null || exit 2
 before=$(left)
-restart
+own_cluster_restart
 after=$(left)
 echo "left of 10: after a clean restart $control; with an unreadable save file in place, $before before and $after after a clean restart"
 grep 'pg_ratelimit_memory.state' "$SERVER_LOG" | sed 's/^/  log: /'

@@ -15,13 +15,6 @@ own_cluster_start
 export PGDATABASE=postgres
 p() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 file=$OWN_DIR/data/pg_stat/pg_ratelimit_memory.state
-restart() {  # restart [command run while the server is down]
-    "${OWN_AS_SERVER[@]}" pg_ctl -D "$OWN_DIR/data" -m fast -w stop >/dev/null || exit 2
-    [ $# -eq 0 ] || "$@"
-    "${OWN_AS_SERVER[@]}" pg_ctl -D "$OWN_DIR/data" -l "$SERVER_LOG" -w -t 60 \
-        -o "-c listen_addresses='' -c unix_socket_directories='$OWN_DIR' -p 5432 -c shared_preload_libraries=pg_ratelimit" \
-        start >/dev/null || { tail "$SERVER_LOG"; exit 2; }
-}
 directory() {
     rm -f "$file" && mkdir "$file" || exit 2
     [ "$(id -u)" -eq 0 ] && chown postgres: "$file"
@@ -29,12 +22,12 @@ directory() {
 left() { p -c "SELECT (rate_limit_check('k', 'm')).remaining + 1"; }
 p -c "CREATE EXTENSION pg_ratelimit" -c "SELECT rate_limit_define('m', 10, '1 day', storage => 'memory')" \
   -c "SELECT count(*) FROM rate_limit_request_many(ARRAY['k', 'k', 'k'], 'm')" >/dev/null || exit 2
-restart
+own_cluster_restart
 control=$(left)
-restart directory
+own_cluster_restart directory
 p -c "SELECT count(*) FROM rate_limit_request_many(ARRAY['k', 'k', 'k'], 'm')" >/dev/null || exit 2
 before=$(left)
-restart
+own_cluster_restart
 after=$(left)
 echo "units left of 10: after a clean restart $control; with the save file a directory, after 3 uses $before; after the next clean restart $after"
 [ "$control" = 7 ] && [ "$before" = 7 ] || { echo "unexpected setup"; exit 2; }
