@@ -61,9 +61,13 @@ bool current_state(const StateHandle *handle, const core::MemoryEntry &entry, co
         *state = entry.state;
         return true;
     }
-    if (entry.definition != handle->memory.other_definition) return false;
+    // Rare (a switch between token bucket and GCRA met mid-call): worked out only here, off the hot path.
+    const core::Limit &target = handle->target.limit;
+    if ((target.algorithm != core::Algorithm::token_bucket && target.algorithm != core::Algorithm::gcra) ||
+        entry.definition != core::memory_definition(other_form(target)))
+        return false;
     // The same numbers under the other algorithm: the balance kept, in this algorithm's form.
-    const core::Limit limit = core::shard_limit(handle->target.limit);
+    const core::Limit limit = core::shard_limit(target);
     *state = core::rescaled_state(other_form(limit), limit, entry.state, clock_now(), 0, 0, core::Rescale::as_is);
     return true;
 }
@@ -71,11 +75,7 @@ bool current_state(const StateHandle *handle, const core::MemoryEntry &entry, co
 void memory_open(StateHandle *handle) {
     MemoryState &state = handle->memory;
     state.held = MemoryState::Held::nothing;
-    const core::Limit &limit = handle->target.limit;
-    state.definition = core::memory_definition(limit);
-    state.other_definition = 0;  // no definition is 0: it has shards >= 1
-    if (limit.algorithm == core::Algorithm::token_bucket || limit.algorithm == core::Algorithm::gcra)
-        state.other_definition = core::memory_definition(other_form(limit));
+    state.definition = core::memory_definition(handle->target.limit);
     state.seed = memory_store().table.seed();
 }
 

@@ -65,9 +65,7 @@ struct MemoryState {
     enum class Held : uint8 { nothing, entry, partition };  // entry: partition shared + slot; partition: exclusive
     Held held;
     uint64 definition;  // core::memory_definition of the limit
-    // That of the limit under the other of token bucket and GCRA (the same balance in another form), or 0
-    uint64 other_definition;
-    uint64 seed;  // of the table's placement hash
+    uint64 seed;        // of the table's placement hash
     uint32 partition;
     int slot;  // -1: the key has no entry yet (the partition is then held exclusively)
     core::MemoryIdentity identity;
