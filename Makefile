@@ -37,6 +37,7 @@ OBJS = \
 	extension/limit_cache.o \
 	extension/limit_kind.o \
 	extension/limit_lock.o \
+	extension/lock_waits.o \
 	extension/memory_state.o \
 	extension/module.o \
 	extension/override_cache.o \

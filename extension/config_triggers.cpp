@@ -135,14 +135,22 @@ bool algorithm_carries_over(const TriggerData *trigger, HeapTuple old_row, HeapT
 // BEFORE INSERT trigger for a redefinition too; what a dropped limit left was forgotten when its drop
 // committed.) An entry made under another algorithm or epoch than the limit's counts as absent anyway
 // (core::memory_definition): an UPDATE by hand from token bucket to GCRA starts the keys afresh.
+// Otherwise, an UPDATE keeps each entry's numbers, and when it is full again is recomputed at commit under
+// the new numbers (memory_state_refresh_at_commit): left as it was, cleanup would delete, and eviction
+// drop, a key full under the old numbers that still owes units under the new ones.
 void forget_memory_state(const TriggerData *trigger, HeapTuple old_row, HeapTuple new_row) {
     constexpr int NAME = 1;
     constexpr int SHARDS = 8;
-    if (old_row != nullptr && name_of(trigger, old_row) != nullptr && is_memory_limit(trigger, old_row) &&
-        (new_row == nullptr || !same_column(trigger, old_row, new_row, NAME) ||
-         !algorithm_carries_over(trigger, old_row, new_row) || !same_column(trigger, old_row, new_row, SHARDS) ||
-         !same_column(trigger, old_row, new_row, STORAGE_COLUMN)))
+    if (old_row == nullptr || name_of(trigger, old_row) == nullptr || !is_memory_limit(trigger, old_row)) return;
+    if (new_row == nullptr || !same_column(trigger, old_row, new_row, NAME) ||
+        !algorithm_carries_over(trigger, old_row, new_row) || !same_column(trigger, old_row, new_row, SHARDS) ||
+        !same_column(trigger, old_row, new_row, STORAGE_COLUMN)) {
         memory_state_forget_at_commit(name_of(trigger, old_row));
+        return;
+    }
+    const TupleDesc desc = RelationGetDescr(trigger->tg_relation);
+    if (limit_row_complete(new_row, desc, 2))
+        memory_state_refresh_at_commit(name_of(trigger, new_row), limit_from_row(new_row, desc, 2));
 }
 
 // A concurrency limit keeps its kind and its period (limit_kind.hpp), whoever writes the row: an UPDATE by
@@ -169,7 +177,7 @@ Datum config_row_body(FunctionCallInfo fcinfo) {
                                                          : nullptr;
     // NULL names are left for the table's NOT NULL constraint to refuse.
     for (HeapTuple row : {old_row, new_row})
-        if (row != nullptr && name_of(trigger, row) != nullptr) lock_limit(name_of(trigger, row), ExclusiveLock);
+        if (row != nullptr && name_of(trigger, row) != nullptr) lock_limit_for_change(name_of(trigger, row));
     forget_memory_state(trigger, old_row, new_row);
     // A row no call could use is refused here, with the error rate_limit_define gives (an unknown time zone,
     // a calendar period of months and days, a start with a calendar...: what the table's CHECKs cannot

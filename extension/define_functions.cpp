@@ -225,8 +225,7 @@ Datum define_body(FunctionCallInfo fcinfo) {
     const OverrideSet *overrides = overrides_for_definition(context, name, existed, limit);
     if (existed && fresh) {
         delete_all_keys(context, PointerGetDatum(name));
-    } else if (existed &&
-               (core::rescale_rewrites(old, limit, rule) || overrides_rewrite(overrides, old, limit, rule))) {
+    } else if (existed && (core::rescale_rewrites(old, limit) || overrides_rewrite(overrides, old, limit))) {
         if (limit.storage == core::Storage::memory)
             overrides_rescale_memory_at_commit(name, overrides, old, limit, rule);
         else

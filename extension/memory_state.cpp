@@ -253,6 +253,7 @@ struct PendingForget {
     char name[MAX_LIMIT_NAME_BYTES + 1];
     int level;
     bool rescale;  // else forget
+    bool refresh;  // with rescale: numbers kept, only when each key is full again recomputed (refresh_limit)
     core::Limit from;
     core::Limit to;
     core::Rescale rule;
@@ -324,6 +325,21 @@ const KeyRescale *key_rescale_of(const PendingForget &change, const core::Memory
     return nullptr;
 }
 
+// When an entry holding `state` under `limit` (shard limit) is full again, at the latest, for an entry whose
+// window grid cannot be known (a fixed or sliding window keyed per key whose identity is a digest): every
+// window to come adds at least the rate, so a fixed window is full after the windows its shortfall needs
+// plus the one in progress, and a sliding window after two periods. Never earlier than `full_at` was: a
+// later instant only keeps the entry longer, an earlier one would let cleanup or eviction drop a key that
+// still owes units.
+core::Micros full_again_at_the_latest(const core::Limit &limit, const core::State &state, core::Micros now,
+                                      core::Micros full_at) {
+    double windows = 2;
+    if (limit.algorithm == core::Algorithm::fixed_window)
+        windows = std::ceil(std::max(0.0, limit.capacity - state.value) / limit.rate) + 1;
+    const double span = std::min(windows * static_cast<double>(limit.period), static_cast<double>(core::MAX_DURATION));
+    return std::max(full_at, now + static_cast<core::Micros>(span));
+}
+
 // Carries one entry between a key's own limits (or removes it: reset). Under the partition's exclusive lock.
 void rescale_entry(core::MemoryTable &table, uint32 partition, int slot, const KeyRescale &key, core::Rescale rule,
                    core::Micros now) {
@@ -380,13 +396,54 @@ void rescale_limit(const PendingForget &change) {
                 continue;
             const unsigned char *key = nullptr;
             size_t key_len = 0;
-            if (keyed && !core::memory_identity_key(entry.identity, &key, &key_len)) continue;
+            if (keyed && !core::memory_identity_key(entry.identity, &key, &key_len)) {
+                // Its grid is unknown: the numbers stay as they are (README), and it is kept at least until
+                // it is surely full under the new definition.
+                entry.full_at = full_again_at_the_latest(to, entry.state, now, entry.full_at);
+                continue;
+            }
             const auto *key_chars = reinterpret_cast<const char *>(key);
             const core::Micros from_origin = core::key_origin(change.from, key_chars, key_len);
             const core::Micros to_origin = core::key_origin(change.to, key_chars, key_len);
             entry.state = core::rescaled_state(from, to, entry.state, now, from_origin, to_origin, change.rule);
             entry.full_at = now + std::max<core::Micros>(1, core::time_to_full(to, &entry.state, now, to_origin));
             entry.definition = to_definition;
+        }
+        LWLockRelease(&memory.partition_locks[partition].lock);
+    }
+}
+
+// The limit's definition changed by hand (an UPDATE of rate_limit_config, not rate_limit_define): every
+// entry keeps its numbers, read under the new definition as they are, and only when it is full again is
+// recomputed, so that neither cleanup nor eviction drops a key that still owes units under the new numbers.
+// Never earlier than before: a key with an override (numbers of its own, unknown here) only stays longer.
+// Entries of another definition are left alone: rate_limit_define, whose upsert fires the trigger that
+// asks for this, carries them over itself when the same transaction commits (after this pass, which left
+// their numbers as they were).
+void refresh_limit(const PendingForget &change) {
+    const uint64 limit_hash = scoped_limit_hash(change.name, strlen(change.name));
+    const core::Limit to = core::shard_limit(change.to);
+    const uint64 to_definition = core::memory_definition(change.to);
+    const bool keyed = core::uses_window_grid(change.to.algorithm) && !change.to.has_start;
+    const core::Micros now = clock_now();
+    const MemoryStore &memory = memory_store();
+    auto &table = const_cast<core::MemoryTable &>(memory.table);
+    for (uint32 partition = 0; partition < table.partitions(); ++partition) {
+        LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
+        for (uint32 slot = 0; slot < table.slots(); ++slot) {
+            core::MemoryEntry &entry = table.entry(partition, static_cast<int>(slot));
+            if (entry.identity.length == 0 || entry.identity.limit_hash != limit_hash ||
+                entry.definition != to_definition || entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now)
+                continue;
+            const unsigned char *key = nullptr;
+            size_t key_len = 0;
+            if (keyed && !core::memory_identity_key(entry.identity, &key, &key_len)) {
+                entry.full_at = full_again_at_the_latest(to, entry.state, now, entry.full_at);
+                continue;
+            }
+            const core::Micros origin = core::key_origin(change.to, reinterpret_cast<const char *>(key), key_len);
+            entry.full_at = std::max(
+                entry.full_at, now + std::max<core::Micros>(1, core::time_to_full(to, &entry.state, now, origin)));
         }
         LWLockRelease(&memory.partition_locks[partition].lock);
     }
@@ -404,7 +461,9 @@ void on_transaction_end(XactEvent event, void *) {
                                   "transaction cannot arrange.")));
     if (event == XACT_EVENT_COMMIT)
         for (int i = 0; i < pending_count; ++i) {  // takes no lock that can fail
-            if (pending[i].rescale && pending[i].whole_limit)
+            if (pending[i].rescale && pending[i].refresh)
+                refresh_limit(pending[i]);
+            else if (pending[i].rescale && pending[i].whole_limit)
                 rescale_limit(pending[i]);
             else if (pending[i].rescale)
                 rescale_keys(pending[i]);
@@ -601,6 +660,7 @@ PendingForget &new_pending(const text *limit_name) {
     text_to_cstring_buffer(limit_name, entry.name, sizeof(entry.name));
     entry.level = GetCurrentTransactionNestLevel();
     entry.rescale = false;
+    entry.refresh = false;
     entry.whole_limit = true;
     entry.keys = nullptr;
     entry.key_count = 0;
@@ -622,6 +682,16 @@ void memory_state_rescale_at_commit(const text *limit_name, const core::Limit &f
     entry.from = from;
     entry.to = to;
     entry.rule = rule;
+}
+
+void memory_state_refresh_at_commit(const text *limit_name, const core::Limit &to) {
+    if (!preloaded) return;
+    PendingForget &entry = new_pending(limit_name);
+    entry.rescale = true;
+    entry.refresh = true;
+    entry.from = to;
+    entry.to = to;
+    entry.rule = core::Rescale::as_is;
 }
 
 // --- Per-key tiers (override_store.hpp) ---

@@ -48,6 +48,10 @@ void memory_state_forget_at_commit(const text *limit_name);
 void memory_state_rescale_at_commit(const text *limit_name, const core::Limit &from, const core::Limit &to,
                                     core::Rescale rule);
 
+// A change of the limit's definition by hand (UPDATE rate_limit_config): at commit every entry keeps its
+// numbers, and when it is full again is recomputed under `to` (never earlier than before).
+void memory_state_refresh_at_commit(const text *limit_name, const core::Limit &to);
+
 // --- Per-key tiers (override_store.hpp) ---
 // A key carried over between limits of its own: a key with an override of its limit.
 struct MemoryKeyLimits {

@@ -3,6 +3,7 @@
 #include "clock.hpp"
 #include "config_relation.hpp"
 #include "limit_cache.hpp"
+#include "lock_waits.hpp"
 #include "memory_state.hpp"
 #include "override_cache.hpp"
 #include "override_relation.hpp"
@@ -28,6 +29,7 @@ void _PG_init(void) {  // NOLINT(bugprone-reserved-identifier): the name Postgre
     pg_ratelimit::override_relation_init();
     pg_ratelimit::stats_init();
     pg_ratelimit::session_leases_init();
+    pg_ratelimit::lock_waits_init();
     // Last, once every setting is defined: a pg_ratelimit.* placeholder set before the library was loaded
     // (in postgresql.conf, PGOPTIONS, SET) is then either taken by its setting or removed with a warning.
     MarkGUCPrefixReserved("pg_ratelimit");

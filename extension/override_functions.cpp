@@ -58,7 +58,7 @@ core::Limit locked_limit(const text *name) {
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", text_to_cstring(name)),
                  errhint("Define it with rate_limit_define().")));
-    (void)lock_limit(name, ExclusiveLock);
+    lock_limit_for_change(name);
     return limit;
 }
 
@@ -80,7 +80,7 @@ bool locked_override(const text *name, const text *key, Override *value) {
 // and its write seen); memory entries when the transaction commits. `reset`: the key starts full.
 void carry_key_state(const CallContext &context, const text *name, const text *key, const core::Limit &from,
                      const core::Limit &to, core::Rescale rule) {
-    if (rule != core::Rescale::reset && !core::rescale_rewrites(from, to, rule)) return;
+    if (rule != core::Rescale::reset && !core::rescale_rewrites(from, to)) return;
     const char *key_bytes = VARDATA_ANY(key);
     const int key_length = VARSIZE_ANY_EXHDR(key);
     if (to.storage == core::Storage::memory) {

@@ -23,10 +23,10 @@ const OverrideSet *overrides_for_definition(const CallContext &context, const te
     return set;
 }
 
-bool overrides_rewrite(const OverrideSet *set, const core::Limit &from, const core::Limit &to, core::Rescale rule) {
+bool overrides_rewrite(const OverrideSet *set, const core::Limit &from, const core::Limit &to) {
     if (set == nullptr) return false;
     for (int i = 0; i < set->count; ++i)
-        if (core::rescale_rewrites(apply_override(from, set->values[i]), apply_override(to, set->values[i]), rule))
+        if (core::rescale_rewrites(apply_override(from, set->values[i]), apply_override(to, set->values[i])))
             return true;
     return false;
 }

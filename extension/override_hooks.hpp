@@ -19,10 +19,10 @@ namespace pg_ratelimit {
 const OverrideSet *overrides_for_definition(const CallContext &context, const text *name, bool existed,
                                             const core::Limit &limit);
 
-// Whether carrying the keys from `from` to `to` under `rule` rewrites the state of a key with an override
-// (its own limits change even where the limit's keys stay as they are: a capacity left NULL follows the
-// limit's rate and capacity).
-bool overrides_rewrite(const OverrideSet *set, const core::Limit &from, const core::Limit &to, core::Rescale rule);
+// Whether carrying the keys from `from` to `to` rewrites the state of a key with an override (its own
+// limits change even where the limit's keys stay as they are: a capacity left NULL follows the limit's
+// rate and capacity).
+bool overrides_rewrite(const OverrideSet *set, const core::Limit &from, const core::Limit &to);
 
 // A redefined memory limit's entries carried over at commit, each key with an override between its own
 // limits.

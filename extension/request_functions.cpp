@@ -28,8 +28,11 @@ Datum decide(FunctionCallInfo fcinfo, SettleMode mode) {
     const double cost = cost_arg(fcinfo, 2);
     const bool reserve = mode == SettleMode::request && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
 
-    const core::Limit limit =
-        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+    // A check writes nothing: it needs no writer's lock on its limit.
+    const core::Limit named = mode == SettleMode::check
+                                  ? rate_limit_lookup(context.extension, context.schema, limit_name)
+                                  : rate_limit_for_writing(context.extension, context.schema, limit_name);
+    const core::Limit limit = effective_limit(context, named, limit_name, key);
     require_cost_fits(limit, cost, limit_name);
     return decision_datum(context, limit, decide_key(context, limit, limit_name, key, mode, cost, reserve));
 }
@@ -108,7 +111,7 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
             ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("costs must have one element per key"),
                             errdetail("There are %d keys and %d costs.", count, cost_count)));
     }
-    const core::Limit limit = rate_limit_lookup(context.extension, context.schema, limit_name);
+    const core::Limit limit = rate_limit_for_writing(context.extension, context.schema, limit_name);
     // Each key's own limit (its override, if it has one).
     auto *limits = static_cast<core::Limit *>(palloc(sizeof(core::Limit) * (count + 1)));
     for (int i = 0; i < count; ++i) {
@@ -183,8 +186,8 @@ Datum throttle_body(FunctionCallInfo fcinfo) {
                         errmsg("pg_ratelimit cannot return these columns: they are not (limited integer, limit bigint,"
                                " remaining bigint, retry_after bigint, reset_after bigint)"),
                         errhint("Re-create the extension.")));
-    const core::Limit limit =
-        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+    const core::Limit limit = effective_limit(
+        context, rate_limit_for_writing(context.extension, context.schema, limit_name), limit_name, key);
     require_cost_fits(limit, cost, limit_name);
     const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
     Datum values[5];
@@ -220,8 +223,8 @@ Datum reserve_body(FunctionCallInfo fcinfo) {
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     const double cost = cost_arg(fcinfo, 2);
     const core::Micros max_wait = max_wait_arg(fcinfo, 3);
-    const core::Limit limit =
-        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+    const core::Limit limit = effective_limit(
+        context, rate_limit_for_writing(context.extension, context.schema, limit_name), limit_name, key);
     require_cost_fits(limit, cost, limit_name);
     return decision_datum(context, limit,
                           decide_key(context, limit, limit_name, key, SettleMode::request, cost, true, max_wait));
@@ -264,8 +267,8 @@ Datum enforce_body(FunctionCallInfo fcinfo) {
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     const double cost = cost_arg(fcinfo, 2);
     // The key's own limit (its override, if any: per-key tiers), as every decision function.
-    const core::Limit limit =
-        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+    const core::Limit limit = effective_limit(
+        context, rate_limit_for_writing(context.extension, context.schema, limit_name), limit_name, key);
     require_cost_fits(limit, cost, limit_name);
     const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
     if (!outcome.allowed) raise_rate_limit_exceeded(limit_name, key, outcome.retry_after);
@@ -298,8 +301,8 @@ Datum settle_reservation_body(FunctionCallInfo fcinfo) {
     const double reserved = settled_amount_arg(fcinfo, 2, "reserved");
     const double actual = settled_amount_arg(fcinfo, 3, "actual");
     // The key's own limit (its override, if any: per-key tiers), as every decision function.
-    const core::Limit limit =
-        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+    const core::Limit limit = effective_limit(
+        context, rate_limit_for_writing(context.extension, context.schema, limit_name), limit_name, key);
     // No request can have reserved more than a (shard's) capacity.
     if (reserved > 0 && core::validate_cost(limit, reserved) == core::CostProblem::exceeds_capacity)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -4,6 +4,7 @@
 #include "core/algorithms.hpp"
 #include "core/shards.hpp"
 #include "held_shards.hpp"
+#include "lock_waits.hpp"
 #include "stats.hpp"
 
 namespace pg_ratelimit {
@@ -118,13 +119,21 @@ core::Outcome settle(const StateTarget &target, const core::Limit &limit, Settle
     StateHandle handle;
     state_access_open(target, &handle);
     const StateAccess &access = *handle.access;
-    core::State stored;
-    bool found = false;
     lost_races = 0;
-    core::Outcome outcome =
-        limit.shards > 1
-            ? settle_sharded(access, &handle, limit, mode, cost, reserve, origin, max_wait)
-            : settle_row(access, &handle, 0, limit, mode, cost, reserve, origin, max_wait, &stored, &found);
+    core::Outcome outcome;
+    const auto decide = [&] {
+        core::State stored;
+        bool found = false;
+        outcome = limit.shards > 1
+                      ? settle_sharded(access, &handle, limit, mode, cost, reserve, origin, max_wait)
+                      : settle_row(access, &handle, 0, limit, mode, cost, reserve, origin, max_wait, &stored, &found);
+    };
+    // A table key's row may be held by another transaction (a request not committed yet): the wait for it
+    // is bounded (lock_waits.hpp). Memory entries are never held across transactions.
+    if (access.transactional)
+        with_bounded_lock_waits(WaitFor{DatumGetTextPP(target.limit_name), DatumGetTextPP(target.key)}, decide);
+    else
+        decide();
     access.close(&handle);
     // Shadow mode: the denial was decided (and wrote nothing); the caller is let through, told so. Its
     // retry_after stays for rate_limit_enforce's notice; the decision shows 0 (decision_values). A

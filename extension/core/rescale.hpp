@@ -21,11 +21,12 @@ enum class Rescale : std::uint8_t { proportional, as_is, reset };
 // the same number of shards.
 [[nodiscard]] bool state_carries_over(const Limit &from, const Limit &to) noexcept;
 
-// Whether carrying state from `from` to `to` under `rule` rewrites it (otherwise the stored numbers stay
-// as they are): an algorithm conversion, a proportional rule whose factor is not 1, a GCRA limit whose
-// rate, period or capacity changes, or a sliding window whose capacity, period or grid changes (their
-// numbers encode a balance relative to those).
-[[nodiscard]] bool rescale_rewrites(const Limit &from, const Limit &to, Rescale rule) noexcept;
+// Whether carrying state from `from` to `to` (by either rule but reset) rewrites it, otherwise the stored
+// numbers stay as they are: an algorithm conversion, another rate, period or capacity, or another window
+// grid. A redefinition takes effect at its instant, so a key is brought to that instant under the old
+// numbers before it is carried over: numbers left as they are must read, from then on, exactly as the
+// rewritten ones would (test/core/redefinition_test.cpp).
+[[nodiscard]] bool rescale_rewrites(const Limit &from, const Limit &to) noexcept;
 
 // The state of one key (or shard: pass shard limits) under `to`, from its state `stored` under `from`,
 // evaluated at now; the origins are the key's window grid under each definition (key_origin). Requires

@@ -57,7 +57,7 @@ TEST(LeaseValidation, NothingOfARateApplies) {
 TEST(LeaseRows, StrayRowsAreFullAndNeverRescaled) {
     const Limit limit = Concurrency(3);
     EXPECT_TRUE(is_full(limit, State{-5, 0}, 0, 0));
-    EXPECT_FALSE(rescale_rewrites(Concurrency(2), limit, Rescale::proportional));
+    EXPECT_FALSE(rescale_rewrites(Concurrency(2), limit));
 }
 
 TEST(LeaseBands, WidthIsAnEighthRoundedUp) {

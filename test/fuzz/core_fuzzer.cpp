@@ -327,8 +327,8 @@ class Run {
 
     // rate_limit_define over the existing limit, with a rescale rule (core/rescale.hpp), as the glue does:
     // the keys start afresh (reset, or an algorithm whose state does not carry over), or keep their state,
-    // rewritten by rescaled_state where rescale_rewrites says so (another capacity under proportional, an
-    // algorithm conversion, a sliding window's new capacity, period or grid), else as it is.
+    // rewritten by rescaled_state where rescale_rewrites says so (an algorithm conversion, another rate,
+    // period, capacity or window grid), else as it is.
     void redefine(Bytes &in) {
         const Limit next = fuzz::limit(in, zones_.spare());
         if (g_trace) print_limit("redefine to", next, 0);
@@ -341,7 +341,7 @@ class Run {
             const core::Rescale rule = in.pick(kRules);
             if (rule == core::Rescale::reset) {
                 forget_key();
-            } else if (has_row_ && core::rescale_rewrites(limit_, next, rule)) {
+            } else if (has_row_ && core::rescale_rewrites(limit_, next)) {
                 rescale(next, rule);
             }
         }
