@@ -25,7 +25,10 @@ namespace {
 // never brings back what it held.
 constexpr const char *SAVE_FILE = "pg_stat/pg_ratelimit_memory.state";
 constexpr const char *SAVE_FILE_TEMP = "pg_stat/pg_ratelimit_memory.state.tmp";
-constexpr uint32 SAVE_FILE_MAGIC = 0x524c4d31;  // "RLM1"; a new layout of MemoryEntry needs a new one
+// "RLM2" (release 0.2.0: identity.database set); a new layout of MemoryEntry needs a new one. A file of
+// release 0.1.0 ("RLM1": the same layout, the database not set) is still read (load_file).
+constexpr uint32 SAVE_FILE_MAGIC = 0x524c4d32;
+constexpr uint32 SAVE_FILE_MAGIC_0_1 = 0x524c4d31;
 
 int memory_keys = 100000;  // pg_ratelimit.memory_keys
 
@@ -37,6 +40,7 @@ const config_enum_entry EVICTIONS[] = {
 };
 int memory_eviction = static_cast<int>(Eviction::lru);  // pg_ratelimit.memory_eviction
 bool preloaded = false;
+object_access_hook_type previous_object_access_hook = nullptr;
 shmem_request_hook_type previous_shmem_request_hook = nullptr;
 shmem_startup_hook_type previous_shmem_startup_hook = nullptr;
 
@@ -170,6 +174,43 @@ void save_file(int code, Datum) {
     if (durable_rename(SAVE_FILE_TEMP, SAVE_FILE, LOG) != 0) unlink(SAVE_FILE_TEMP);
 }
 
+// The database an identity's encoding names, for entries saved by release 0.1.0, which did not set it: the
+// limit part of an inline encoding starts with the database's OID (scoped_name); a digest does not tell (0).
+Oid database_of(const core::MemoryIdentity &identity) {
+    if (identity.digest || !core::memory_identity_valid(identity)) return InvalidOid;
+    // The encoding: three varints (each ends with a byte below 0x80), the limit, the key.
+    size_t at = 0;
+    for (int ended = 0; ended < 3; ++at)
+        if (at >= identity.length)
+            return InvalidOid;
+        else if ((identity.bytes[at] & 0x80) == 0)
+            ++ended;
+    if (at + sizeof(Oid) > identity.length) return InvalidOid;
+    Oid database = InvalidOid;
+    memcpy(&database, identity.bytes + at, sizeof(database));
+    return database;
+}
+
+// Whether a database still exists, from the postmaster, which cannot read pg_database: its directory in
+// its default tablespace (base/OID, or pg_tblspc/*/<version>/OID) is there.
+bool database_exists(Oid database) {
+    char path[MAXPGPATH];
+    struct stat status;
+    snprintf(path, sizeof(path), "base/%u", database);
+    if (stat(path, &status) == 0) return true;
+    DIR *spaces = AllocateDir("pg_tblspc");
+    if (spaces == nullptr) return false;
+    bool found = false;
+    struct dirent *space = nullptr;
+    while (!found && (space = ReadDir(spaces, "pg_tblspc")) != nullptr) {
+        if (space->d_name[0] == '.') continue;
+        snprintf(path, sizeof(path), "pg_tblspc/%s/%s/%u", space->d_name, TABLESPACE_VERSION_DIRECTORY, database);
+        found = stat(path, &status) == 0;
+    }
+    FreeDir(spaces);
+    return found;
+}
+
 void load_file() {
     if (!shut_down_cleanly()) {
         // After a crash (or an immediate shutdown) every key starts at full capacity.
@@ -202,8 +243,10 @@ void load_file() {
     attach();
     uint32 head[2] = {0, 0};
     uint64 loaded = 0;
-    bool ok =
-        fread(head, sizeof(head), 1, file) == 1 && head[0] == SAVE_FILE_MAGIC && head[1] == sizeof(core::MemoryEntry);
+    uint64 dropped = 0;  // entries of databases that no longer exist
+    bool ok = fread(head, sizeof(head), 1, file) == 1 &&
+              (head[0] == SAVE_FILE_MAGIC || head[0] == SAVE_FILE_MAGIC_0_1) && head[1] == sizeof(core::MemoryEntry);
+    const bool release_0_1 = head[0] == SAVE_FILE_MAGIC_0_1;
     const core::Micros now = GetCurrentTimestamp();
     core::MemoryEntry entry;
     // Entries until the trailing count, which must match.
@@ -223,6 +266,12 @@ void load_file() {
         // A file only the server's OS user can write; still, a number no decision could store is skipped.
         // (Any finite value can be stored: GCRA keeps in it the time owed beyond PostgreSQL's last instant.)
         if (!std::isfinite(entry.state.value)) continue;
+        if (release_0_1) entry.identity.database = database_of(entry.identity);
+        // A database dropped while the entry was saved, or before (release 0.1.0 kept its entries): gone.
+        if (entry.identity.database != InvalidOid && !database_exists(entry.identity.database)) {
+            ++dropped;
+            continue;
+        }
         core::memory_identity_rehash(&entry.identity, store.table.seed());
         const uint32 partition = store.table.partition_of(entry.identity.hash);
         (void)store.table.restore(partition, entry, now);
@@ -232,6 +281,12 @@ void load_file() {
         // Whatever came before the damage is kept: each entry was checked on its own.
         ereport(LOG, (errmsg("pg_ratelimit: \"%s\" is incomplete or of another version", SAVE_FILE)));
     }
+    if (dropped > 0)
+        ereport(LOG, (errmsg("pg_ratelimit: " UINT64_FORMAT " saved memory entries of dropped databases were "
+                             "not loaded",
+                             dropped)));
+    if (release_0_1)
+        ereport(LOG, (errmsg("pg_ratelimit: \"%s\" was written by release 0.1.0; its entries were loaded", SAVE_FILE)));
     unlink(SAVE_FILE);
 }
 
@@ -254,6 +309,7 @@ struct PendingForget {
     int level;
     bool rescale;  // else forget
     bool refresh;  // with rescale: numbers kept, only when each key is full again recomputed (refresh_limit)
+    Oid database;  // not InvalidOid: every entry of this database goes (forget_database), name unused
     core::Limit from;
     core::Limit to;
     core::Rescale rule;
@@ -287,6 +343,15 @@ ScopedName scoped_name(const char *name, size_t length) {
 uint64 scoped_limit_hash(const char *name, size_t length) {
     const ScopedName scoped = scoped_name(name, length);
     return core::memory_limit_hash(scoped.bytes, scoped.length);
+}
+
+void forget_database(Oid database) {
+    const MemoryStore &memory = memory_store();
+    for (uint32 partition = 0; partition < memory.table.partitions(); ++partition) {
+        LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
+        (void)const_cast<core::MemoryTable &>(memory.table).purge_database(partition, database);
+        LWLockRelease(&memory.partition_locks[partition].lock);
+    }
 }
 
 void forget_limit(const char *name) {
@@ -450,6 +515,7 @@ void refresh_limit(const PendingForget &change) {
 }
 
 void report_evictions();
+void on_object_access(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id, void *arg);
 
 void on_transaction_end(XactEvent event, void *) {
     if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT) report_evictions();
@@ -461,7 +527,9 @@ void on_transaction_end(XactEvent event, void *) {
                                   "transaction cannot arrange.")));
     if (event == XACT_EVENT_COMMIT)
         for (int i = 0; i < pending_count; ++i) {  // takes no lock that can fail
-            if (pending[i].rescale && pending[i].refresh)
+            if (pending[i].database != InvalidOid)
+                forget_database(pending[i].database);
+            else if (pending[i].rescale && pending[i].refresh)
                 refresh_limit(pending[i]);
             else if (pending[i].rescale && pending[i].whole_limit)
                 rescale_limit(pending[i]);
@@ -566,7 +634,10 @@ core::MemoryIdentity memory_identity(const text *limit_name, const text *key, in
     const char *key_bytes = VARDATA_ANY(key);
     const size_t key_len = VARSIZE_ANY_EXHDR(key);
     core::MemoryIdentity identity;
-    if (core::memory_identity_inline(limit, limit_len, key_bytes, key_len, shard, seed, &identity)) return identity;
+    if (core::memory_identity_inline(limit, limit_len, key_bytes, key_len, shard, seed, &identity)) {
+        identity.database = MyDatabaseId;
+        return identity;
+    }
     // Too long to keep as it is: the SHA-256 of the same encoding.
     unsigned char header[core::MEMORY_IDENTITY_HEADER_MAX];
     const size_t header_len = core::memory_identity_header(limit_len, key_len, shard, header);
@@ -579,7 +650,9 @@ core::MemoryIdentity memory_identity(const text *limit_name, const text *key, in
         pg_cryptohash_final(context, digest, sizeof(digest)) < 0)
         elog(ERROR, "pg_ratelimit: could not compute a SHA-256 digest: %s", pg_cryptohash_error(context));
     pg_cryptohash_free(context);
-    return core::memory_identity_from_digest(limit, limit_len, digest, seed);
+    identity = core::memory_identity_from_digest(limit, limit_len, digest, seed);
+    identity.database = MyDatabaseId;
+    return identity;
 }
 
 void memory_note_evictions(const core::EvictionCounts &counts) { unreported_evictions += counts.not_full; }
@@ -607,6 +680,8 @@ void memory_state_init() {
     shmem_request_hook = shmem_request;
     previous_shmem_startup_hook = shmem_startup_hook;
     shmem_startup_hook = shmem_startup;
+    previous_object_access_hook = object_access_hook;
+    object_access_hook = on_object_access;
 }
 
 void require_memory_state() {
@@ -657,10 +732,12 @@ PendingForget &new_pending(const text *limit_name) {
                                : repalloc(pending, pending_capacity * sizeof(PendingForget)));
     }
     PendingForget &entry = pending[pending_count++];
-    text_to_cstring_buffer(limit_name, entry.name, sizeof(entry.name));
+    entry.name[0] = '\0';
+    if (limit_name != nullptr) text_to_cstring_buffer(limit_name, entry.name, sizeof(entry.name));
     entry.level = GetCurrentTransactionNestLevel();
     entry.rescale = false;
     entry.refresh = false;
+    entry.database = InvalidOid;
     entry.whole_limit = true;
     entry.keys = nullptr;
     entry.key_count = 0;
@@ -683,6 +760,29 @@ void memory_state_rescale_at_commit(const text *limit_name, const core::Limit &f
     entry.to = to;
     entry.rule = rule;
 }
+
+namespace {
+
+// A database's entries go when it is dropped, and when pg_ratelimit is dropped from it (DROP EXTENSION, or
+// DROP SCHEMA ... CASCADE of its schema): nothing else would remove them (no limit is left to drop), a
+// clean restart would save and load them again, and they would fill the table for other databases for good
+// (under memory_eviction = none, 53400 for their new keys), or be found again by a database or an
+// extension created later with the same OID and limit names. When the drop commits (a failed drop keeps
+// them): DROP DATABASE commits in the backend that ran it.
+void on_object_access(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id, void *arg) {
+    if (previous_object_access_hook != nullptr) previous_object_access_hook(access, class_id, object_id, sub_id, arg);
+    if (access != OAT_DROP || !preloaded) return;
+    Oid database = InvalidOid;
+    if (class_id == DatabaseRelationId)
+        database = object_id;
+    else if (class_id == ExtensionRelationId && object_id == get_extension_oid("pg_ratelimit", true))
+        database = MyDatabaseId;
+    if (database == InvalidOid) return;
+    PendingForget &entry = new_pending(nullptr);
+    entry.database = database;
+}
+
+}  // namespace
 
 void memory_state_refresh_at_commit(const text *limit_name, const core::Limit &to) {
     if (!preloaded) return;

@@ -37,7 +37,14 @@ struct MemoryIdentity {
     std::uint16_t length;                        // bytes used in `bytes`; 0 only in an empty table slot
     bool digest;                                 // bytes is a SHA-256 digest of the encoding, not the encoding itself
     unsigned char bytes[MEMORY_IDENTITY_BYTES];  // zero beyond length
+    // The database the limit belongs to (the glue's; 0: unknown, in entries loaded from a file of release
+    // 0.1.0 whose identity is a digest). The encoding already names it (the glue scopes a limit's name by
+    // its database): kept apart too, so that a dropped database's entries can be found, digests included.
+    // In what was padding: the entry keeps its size and layout.
+    std::uint32_t database;
 };
+
+static_assert(sizeof(MemoryIdentity) == 88, "the entry layout saved to files (memory_table.hpp)");
 
 static_assert(std::is_trivially_copyable_v<MemoryIdentity> && std::is_standard_layout_v<MemoryIdentity>,
               "identities live in shared memory and are copied with memcpy");

@@ -288,6 +288,12 @@ int MemoryTable::purge_limit(std::uint32_t partition, std::uint64_t limit_hash) 
         [limit_hash](const MemoryEntry &entry) noexcept { return entry.identity.limit_hash == limit_hash; });
 }
 
+int MemoryTable::purge_database(std::uint32_t partition, std::uint32_t database) noexcept {
+    Partition part{slots_of(partition), slots_ - 1, counters_of(partition)};
+    return part.remove_if(
+        [database](const MemoryEntry &entry) noexcept { return entry.identity.database == database; });
+}
+
 int MemoryTable::sweep_full(std::uint32_t partition, Micros now) noexcept {
     Partition part{slots_of(partition), slots_ - 1, counters_of(partition)};
     return part.remove_if([now](const MemoryEntry &entry) noexcept { return entry.full_at <= now; });

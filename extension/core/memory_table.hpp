@@ -154,6 +154,9 @@ class MemoryTable {
     // Deletes every entry whose identity.limit_hash is limit_hash (a dropped or redefined limit);
     // returns how many. Exclusive lock.
     int purge_limit(std::uint32_t partition, std::uint64_t limit_hash) noexcept;
+    // Deletes every entry of a database (identity.database: a dropped database, or an extension dropped
+    // from it); returns how many. Exclusive lock.
+    int purge_database(std::uint32_t partition, std::uint32_t database) noexcept;
 
     // Deletes every entry full at now (full_at <= now); returns how many. Not counted as evictions.
     // Exclusive lock.
