@@ -1,4 +1,6 @@
 # PGXS build of the pg_ratelimit server extension (the client, tests and benchmarks build with CMake).
+# Objects by wing (extension/README.md): the core, what every wing shares, the catalog, the state, leases,
+# statistics, and the SQL entry points.
 EXTENSION = pg_ratelimit
 EXTVERSION = 0.2.0
 MODULE_big = pg_ratelimit
@@ -16,45 +18,45 @@ OBJS = \
 	extension/core/time_math.o \
 	extension/core/token_bucket.o \
 	extension/core/validate.o \
-	extension/access_direct.o \
-	extension/access_memory.o \
-	extension/access_sql.o \
 	extension/call_context.o \
-	extension/cleanup_batches.o \
-	extension/cleanup_function.o \
-	extension/cleanup_position.o \
 	extension/clock.o \
-	extension/config_relation.o \
-	extension/config_triggers.o \
-	extension/decide_key.o \
-	extension/define_functions.o \
-	extension/extension_event_trigger.o \
 	extension/extension_sql.o \
-	extension/held_shards.o \
-	extension/lease_functions.o \
-	extension/lease_slots.o \
-	extension/session_leases.o \
-	extension/limit_cache.o \
-	extension/limit_kind.o \
 	extension/limit_lock.o \
 	extension/lock_waits.o \
-	extension/memory_state.o \
-	extension/module.o \
-	extension/override_cache.o \
-	extension/override_functions.o \
-	extension/override_hooks.o \
-	extension/override_relation.o \
-	extension/override_store.o \
-	extension/override_triggers.o \
 	extension/rate_limit_exceeded.o \
-	extension/request_all.o \
-	extension/request_functions.o \
-	extension/settle.o \
-	extension/state_access.o \
-	extension/state_relations.o \
-	extension/stats.o \
-	extension/table_checks.o \
-	extension/time_zones.o
+	extension/catalog/config_relation.o \
+	extension/catalog/config_triggers.o \
+	extension/catalog/extension_event_trigger.o \
+	extension/catalog/limit_cache.o \
+	extension/catalog/limit_kind.o \
+	extension/catalog/override_cache.o \
+	extension/catalog/override_hooks.o \
+	extension/catalog/override_relation.o \
+	extension/catalog/override_store.o \
+	extension/catalog/override_triggers.o \
+	extension/catalog/table_checks.o \
+	extension/catalog/time_zones.o \
+	extension/state/access_direct.o \
+	extension/state/access_memory.o \
+	extension/state/access_sql.o \
+	extension/state/cleanup_position.o \
+	extension/state/decide_key.o \
+	extension/state/held_shards.o \
+	extension/state/memory_state.o \
+	extension/state/settle.o \
+	extension/state/state_access.o \
+	extension/state/state_relations.o \
+	extension/leases/lease_slots.o \
+	extension/leases/session_leases.o \
+	extension/stats/stats.o \
+	extension/sql_api/cleanup_batches.o \
+	extension/sql_api/cleanup_function.o \
+	extension/sql_api/define_functions.o \
+	extension/sql_api/lease_functions.o \
+	extension/sql_api/module.o \
+	extension/sql_api/override_functions.o \
+	extension/sql_api/request_all.o \
+	extension/sql_api/request_functions.o
 # The full install script of each release that has one, and the update scripts between releases.
 DATA = $(wildcard extension/$(EXTENSION)--*.sql)
 PGFILEDESC = "pg_ratelimit - transactional rate limiting"

@@ -1,7 +1,5 @@
 #include "extension_sql.hpp"
 
-#include "state_access.hpp"
-
 #include <initializer_list>
 
 namespace pg_ratelimit {

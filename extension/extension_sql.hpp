@@ -70,4 +70,8 @@ SPIPlanPtr extension_statement(Statement statement, StateTable table = StateTabl
 void extension_sql_run(const char *query, int nargs, Oid *types, Datum *values, const char *nulls, bool read_only,
                        int expected_rc);
 
+// Whether this server is YugabyteDB: its statements differ here, and the caches of the catalog wing read
+// every time there (told when the access path is set up: state/state_access.cpp).
+bool server_is_yugabytedb();
+
 }  // namespace pg_ratelimit

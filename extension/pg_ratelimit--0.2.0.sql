@@ -229,7 +229,7 @@ AS 'MODULE_PATHNAME', 'rate_limit_settle' LANGUAGE C VOLATILE SECURITY DEFINER;
 COMMENT ON FUNCTION @extschema@.rate_limit_settle(text, text, float8, float8) IS
     'trues a reservation of reserved units up to the actual cost: gives back the difference or takes the extra, into debt if it must (ROLLBACK undoes it, except for a limit with memory storage)';
 
--- Bounded cleanup (extension/cleanup_function.cpp): with max_rows, a call examines at most that many rows
+-- Bounded cleanup (extension/sql_api/cleanup_function.cpp): with max_rows, a call examines at most that many rows
 -- and the next bounded call of the session continues after them; rows a transaction holds are skipped.
 CREATE FUNCTION @extschema@.rate_limit_cleanup(limit_name text DEFAULT NULL, max_rows bigint DEFAULT NULL)
 RETURNS bigint AS 'MODULE_PATHNAME', 'rate_limit_cleanup' LANGUAGE C VOLATILE SECURITY DEFINER;
@@ -324,7 +324,7 @@ COMMENT ON FUNCTION @extschema@.rate_limit_policy(text, text) IS
     'the numbers key is decided under for the limit (its override, if it has one; max_reserved NULL: unlimited), whether the limit has any override, and a calendar''s zone (its period: the window in progress)';
 
 -- ---------------------------------------------------------------------------------------------------------
--- Statistics (extension/stats.hpp): per-limit counters since the last reset, kept in shared memory, so
+-- Statistics (extension/stats/stats.hpp): per-limit counters since the last reset, kept in shared memory, so
 -- they need shared_preload_libraries = 'pg_ratelimit' (without it, reading them or resetting raises 55000;
 -- every other function works and nothing is counted). Not transactional, like pg_stat_*: a decision counts
 -- when it is made, even if its transaction rolls back. requests = allowed + denied (one per key decided by
@@ -362,7 +362,7 @@ COMMENT ON FUNCTION @extschema@.rate_limit_stats_reset() IS
 -- ---------------------------------------------------------------------------------------------------------
 -- Concurrency limits (leases): a limit defined with algorithm => 'concurrency' bounds how many holders of a
 -- key are in flight at once (its rate: the number of slots). A lease is a lock in PostgreSQL's lock manager
--- (extension/lease_slots.hpp): a transaction lease ends at COMMIT or ROLLBACK, a session lease at
+-- (extension/leases/lease_slots.hpp): a transaction lease ends at COMMIT or ROLLBACK, a session lease at
 -- rate_limit_release, at session end or once it has been held for the limit's period; both end when their
 -- backend dies. pg_locks shows them as advisory locks with objsubid 21069 (transaction) or 21070 (session).
 CREATE FUNCTION @extschema@.rate_limit_acquire(key text, limit_name text, scope text DEFAULT 'transaction')
@@ -377,7 +377,7 @@ COMMENT ON FUNCTION @extschema@.rate_limit_release(text, text) IS
     'releases one of this session''s live session leases of key under the limit when the transaction commits (of its current period first; one the current transaction took first, else the oldest); a marker left by a rolled-back acquire or a shadow pass is taken first (false); false if it holds none (transaction leases end with their transaction)';
 
 -- ---------------------------------------------------------------------------------------------------------
--- Bounded cleanup for schedulers (extension/cleanup_batches.cpp): one complete pass as short transactions,
+-- Bounded cleanup for schedulers (extension/sql_api/cleanup_batches.cpp): one complete pass as short transactions,
 -- rate_limit_cleanup(limit_name, batch_rows) then COMMIT, until the pass ends. Not SECURITY DEFINER (such a
 -- procedure cannot commit): it runs with its caller's rights, and the caller needs EXECUTE on
 -- rate_limit_cleanup, which is the owner's only unless granted. So that nobody else runs it by mistake, it
@@ -390,7 +390,7 @@ COMMENT ON PROCEDURE @extschema@.rate_limit_cleanup_batches(text, bigint, bigint
     'one complete rate_limit_cleanup pass in batches of batch_rows rows, committing after each; returns the rows deleted';
 
 -- ---------------------------------------------------------------------------------------------------------
--- Several limits at once, all or nothing (extension/request_all.cpp): keys[i] under limit_names[i] for
+-- Several limits at once, all or nothing (extension/sql_api/request_all.cpp): keys[i] under limit_names[i] for
 -- costs[i] (1 where costs or the element is NULL). Consumes from every limit only if every one allows;
 -- when one denies, nothing is consumed anywhere. Rows: position 0 first, the call's decision (allowed: all
 -- allowed; remaining: the smallest; retry_after and reset_after: the largest; shadow_denied: any), then one

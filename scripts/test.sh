@@ -58,7 +58,7 @@ run_suite "unit tests under ASan + UBSan" count_ctest \
 run_suite "fuzz: core (libFuzzer, ASan + UBSan, 60 s)" count_cases "$ROOT/scripts/fuzz.sh" 60
 run_suite "client install (no GoogleTest; find_package, pkg-config)" count_cases "$ROOT/test/client_install.sh"
 
-# Every server-side suite runs once per access path (extension/state_access.hpp), against a cluster
+# Every server-side suite runs once per access path (extension/state/state_access.hpp), against a cluster
 # whose configuration sets it, so that every session of every role uses it; same expected results.
 for path in direct sql; do
     start_cluster -c pg_ratelimit.access_path=$path -c shared_preload_libraries=pg_ratelimit

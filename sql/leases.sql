@@ -1,6 +1,6 @@
 -- Concurrency limits (leases): rate_limit_acquire takes one of a key's N slots (N = the limit's rate) until
 -- the transaction ends (scope 'transaction') or until rate_limit_release, session end or the limit's period
--- (scope 'session'). Leases are locks in PostgreSQL's lock manager (extension/lease_slots.hpp). The clock is
+-- (scope 'session'). Leases are locks in PostgreSQL's lock manager (extension/leases/lease_slots.hpp). The clock is
 -- pinned, so that every figure below is exact; session leases expire in bands of period / 8.
 SET timezone = 'UTC';
 SET datestyle = 'ISO';

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Statistics (rate_limit_stats, extension/stats.hpp) on real servers, what pg_regress cannot show:
+# Statistics (rate_limit_stats, extension/stats/stats.hpp) on real servers, what pg_regress cannot show:
 # 1. Exact under concurrency: pgbench, 8 clients, N calls -> requests = N, for a durable limit on a hot key
 #    (allowed = exactly the allowance), on uniform keys, and for a memory limit; retries only where races
 #    were lost (READ COMMITTED on the hot durable key), never on memory.

@@ -76,7 +76,7 @@ std::unique_ptr<System> make_ext_serializable_sql(const Params &p);
 std::unique_ptr<System> make_ext_serializable_shards(const Params &p, int shards);
 
 // rate_limit_request on the limit of `storage` ("durable" or "memory") on connections with statistics off
-// (extension/stats.hpp): ids ext_nostats and ext_memory_nostats, for measuring what counting costs.
+// (extension/stats/stats.hpp): ids ext_nostats and ext_memory_nostats, for measuring what counting costs.
 constexpr const char *STATS_OFF_SETTING = "SET pg_ratelimit.stats = off";
 std::unique_ptr<System> make_ext_nostats(const Params &p, const std::string &storage);
 

@@ -1,6 +1,6 @@
 // Time zones for the calendar tests (core::TimeZone, core/calendar.hpp): fixed offsets, and zones of the tz
 // database (/usr/share/zoneinfo, read through glibc) that read local times by PostgreSQL's rules, as the glue
-// does with PostgreSQL's own copy of the database (extension/time_zones.cpp):
+// does with PostgreSQL's own copy of the database (extension/catalog/time_zones.cpp):
 // - offset_at(t): the offset in force at t, in whole seconds (glibc's tm_gmtoff, pg_localtime's);
 // - utc_of_local(l): DetermineTimeZoneOffset's reading of a local time. Take the first offset change after
 //   l - 1 day (l read as if it were UTC); the offsets before and after it give two candidate instants. If

@@ -2,7 +2,7 @@
 // daylight-saving zones whose offset alternates between two values at instants phase + n * spacing. Both
 // are pure arithmetic (no tz database, no TZ, no allocation), so the fuzzer stays deterministic and fast.
 //
-// They read local times as PostgreSQL does (DetermineTimeZoneOffset, which extension/time_zones.cpp calls):
+// They read local times as PostgreSQL does (DetermineTimeZoneOffset, which extension/catalog/time_zones.cpp calls):
 // take the first change after the local time minus one day (read as if UTC); the offsets before and after
 // it give two candidate instants; if both lie before the change, or both after it, that one, else the
 // later one (a skipped local time maps with the offset before the gap, a repeated one to its second

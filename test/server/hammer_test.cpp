@@ -43,7 +43,7 @@ struct Scenario {
     double cost;
     bool warm_key;                    // the key's row exists before the hammer starts (else: new-key race)
     int shards = 1;                   // hot-key shards (core/shards.hpp): the allowance split over that many rows
-    std::string storage = "durable";  // durable, unlogged or memory (extension/memory_state.hpp)
+    std::string storage = "durable";  // durable, unlogged or memory (extension/state/memory_state.hpp)
     bool calendar = false;            // fixed windows: a calendar window of 100 years in Europe/Paris
     bool shadow = false;  // shadow mode: every call allowed; those not flagged shadow_denied are the admitted
 };
