@@ -27,6 +27,7 @@ OBJS = \
 	extension/catalog/config_relation.o \
 	extension/catalog/config_triggers.o \
 	extension/catalog/extension_event_trigger.o \
+	extension/catalog/key_limit.o \
 	extension/catalog/limit_cache.o \
 	extension/catalog/limit_kind.o \
 	extension/catalog/override_cache.o \

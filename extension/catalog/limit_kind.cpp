@@ -1,8 +1,6 @@
 #include "catalog/limit_kind.hpp"
 
 #include "catalog/limit_cache.hpp"
-#include "limit_lock.hpp"
-#include "lock_waits.hpp"
 #include "message_text.hpp"
 
 namespace pg_ratelimit {
@@ -15,18 +13,6 @@ core::Limit rate_limit_lookup(Oid extension, Oid schema, const text *name) {
                         errdetail("A concurrency limit bounds leases held at once; it has no units to request."),
                         errhint("Use rate_limit_acquire() and rate_limit_release().")));
     return limit;
-}
-
-core::Limit rate_limit_for_writing(Oid extension, Oid schema, const text *name) {
-    const core::Limit limit = rate_limit_lookup(extension, schema, name);
-    if (limit.storage == core::Storage::memory || RecoveryInProgress()) return limit;
-    bool first = false;
-    with_bounded_lock_waits(WaitFor{name, nullptr}, [&] { first = lock_limit_for_writing(name); });
-    if (!first) return limit;  // held since an earlier call of this transaction: nothing changed since
-    // A redefinition that committed before the lock was granted sent its invalidation before releasing its
-    // own lock: accepted now, the definition is read again (a cache hit when nothing changed).
-    AcceptInvalidationMessages();
-    return rate_limit_lookup(extension, schema, name);
 }
 
 void require_concurrency_limit(const core::Limit &limit, const text *name) {

@@ -12,13 +12,6 @@ namespace pg_ratelimit {
 // limit_lookup, for the rate functions: ERROR 42809 for a concurrency limit.
 core::Limit rate_limit_lookup(Oid extension, Oid schema, const text *name);
 
-// rate_limit_lookup for a call that may write the limit's keys (every rate function but check and policy):
-// for a table limit, the transaction first takes the limit's lock in RowShareLock (limit_lock.hpp, a bounded
-// wait: lock_waits.hpp) and the definition returned is the one current under it, which no redefinition or
-// override can change before the transaction ends. Memory limits (and a standby, where nothing is written)
-// take no lock: a memory call decides under the definition it read when it began.
-core::Limit rate_limit_for_writing(Oid extension, Oid schema, const text *name);
-
 // ERROR 42809 unless `limit` (named `name`) is a concurrency limit.
 void require_concurrency_limit(const core::Limit &limit, const text *name);
 

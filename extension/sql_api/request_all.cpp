@@ -30,9 +30,8 @@
 #include <cstring>
 
 #include "call_context.hpp"
+#include "catalog/key_limit.hpp"
 #include "catalog/limit_cache.hpp"
-#include "catalog/limit_kind.hpp"
-#include "catalog/override_cache.hpp"
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
@@ -118,9 +117,7 @@ Triple *checked_triples(const CallContext &context, FunctionCallInfo fcinfo, int
         require_key_length(triple.key);
         triple.cost = costs == nullptr || cost_nulls[i] ? 1.0 : DatumGetFloat8(costs[i]);
         require_valid_cost(triple.cost);
-        triple.limit =
-            effective_limit(context, rate_limit_for_writing(context.extension, context.schema, triple.limit_name),
-                            triple.limit_name, triple.key);
+        triple.limit = limit_for_key(context, triple.limit_name, triple.key, KeyUse::write);
         require_cost_fits(triple.limit, triple.cost, triple.limit_name);
         // Before any entry is taken, rather than at the first memory triple, after others were.
         if (triple.limit.storage == core::Storage::memory) require_memory_state();

@@ -3,9 +3,8 @@
 #include <algorithm>
 
 #include "call_context.hpp"
+#include "catalog/key_limit.hpp"
 #include "catalog/limit_cache.hpp"
-#include "catalog/limit_kind.hpp"
-#include "catalog/override_cache.hpp"
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
@@ -29,10 +28,8 @@ Datum decide(FunctionCallInfo fcinfo, SettleMode mode) {
     const bool reserve = mode == SettleMode::request && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
 
     // A check writes nothing: it needs no writer's lock on its limit.
-    const core::Limit named = mode == SettleMode::check
-                                  ? rate_limit_lookup(context.extension, context.schema, limit_name)
-                                  : rate_limit_for_writing(context.extension, context.schema, limit_name);
-    const core::Limit limit = effective_limit(context, named, limit_name, key);
+    const core::Limit limit =
+        limit_for_key(context, limit_name, key, mode == SettleMode::check ? KeyUse::read : KeyUse::write);
     require_cost_fits(limit, cost, limit_name);
     return decision_datum(context, limit, decide_key(context, limit, limit_name, key, mode, cost, reserve));
 }
@@ -111,14 +108,14 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
             ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR), errmsg("costs must have one element per key"),
                             errdetail("There are %d keys and %d costs.", count, cost_count)));
     }
-    const core::Limit limit = rate_limit_for_writing(context.extension, context.schema, limit_name);
+    const core::Limit limit = named_rate_limit(context, limit_name, KeyUse::write);
     // Each key's own limit (its override, if it has one).
     auto *limits = static_cast<core::Limit *>(palloc(sizeof(core::Limit) * (count + 1)));
     for (int i = 0; i < count; ++i) {
         if (key_nulls[i])
             ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("key %d must not be null", i + 1)));
         require_key_length(DatumGetTextPP(keys[i]));
-        limits[i] = effective_limit(context, limit, limit_name, DatumGetTextPP(keys[i]));
+        limits[i] = limit_for_key(context, limit, limit_name, DatumGetTextPP(keys[i]));
         if (costs != nullptr && !cost_nulls[i]) {
             require_valid_cost(DatumGetFloat8(costs[i]));
             require_cost_fits(limits[i], DatumGetFloat8(costs[i]), limit_name);
@@ -186,8 +183,7 @@ Datum throttle_body(FunctionCallInfo fcinfo) {
                         errmsg("pg_ratelimit cannot return these columns: they are not (limited integer, limit bigint,"
                                " remaining bigint, retry_after bigint, reset_after bigint)"),
                         errhint("Re-create the extension.")));
-    const core::Limit limit = effective_limit(
-        context, rate_limit_for_writing(context.extension, context.schema, limit_name), limit_name, key);
+    const core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
     require_cost_fits(limit, cost, limit_name);
     const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
     Datum values[5];
@@ -223,8 +219,7 @@ Datum reserve_body(FunctionCallInfo fcinfo) {
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     const double cost = cost_arg(fcinfo, 2);
     const core::Micros max_wait = max_wait_arg(fcinfo, 3);
-    const core::Limit limit = effective_limit(
-        context, rate_limit_for_writing(context.extension, context.schema, limit_name), limit_name, key);
+    const core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
     require_cost_fits(limit, cost, limit_name);
     return decision_datum(context, limit,
                           decide_key(context, limit, limit_name, key, SettleMode::request, cost, true, max_wait));
@@ -239,8 +234,7 @@ Datum reset_body(FunctionCallInfo fcinfo) {
     text *key = key_arg(fcinfo, 0);
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     // An unknown limit is an error, not a silent no-op.
-    const core::Limit limit =
-        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+    const core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::read);
     const StateTarget target{context.extension,    context.schema, PointerGetDatum(limit_name),
                              PointerGetDatum(key), limit,          0};
     if (limit.storage == core::Storage::memory) {
@@ -267,8 +261,7 @@ Datum enforce_body(FunctionCallInfo fcinfo) {
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     const double cost = cost_arg(fcinfo, 2);
     // The key's own limit (its override, if any: per-key tiers), as every decision function.
-    const core::Limit limit = effective_limit(
-        context, rate_limit_for_writing(context.extension, context.schema, limit_name), limit_name, key);
+    const core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
     require_cost_fits(limit, cost, limit_name);
     const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
     if (!outcome.allowed) raise_rate_limit_exceeded(limit_name, key, outcome.retry_after);
@@ -301,8 +294,7 @@ Datum settle_reservation_body(FunctionCallInfo fcinfo) {
     const double reserved = settled_amount_arg(fcinfo, 2, "reserved");
     const double actual = settled_amount_arg(fcinfo, 3, "actual");
     // The key's own limit (its override, if any: per-key tiers), as every decision function.
-    const core::Limit limit = effective_limit(
-        context, rate_limit_for_writing(context.extension, context.schema, limit_name), limit_name, key);
+    const core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
     // No request can have reserved more than a (shard's) capacity.
     if (reserved > 0 && core::validate_cost(limit, reserved) == core::CostProblem::exceeds_capacity)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
