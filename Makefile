@@ -23,6 +23,7 @@ OBJS = \
 	extension/extension_sql.o \
 	extension/limit_lock.o \
 	extension/lock_waits.o \
+	extension/pg_compat.o \
 	extension/rate_limit_exceeded.o \
 	extension/catalog/config_relation.o \
 	extension/catalog/config_triggers.o \

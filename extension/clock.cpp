@@ -1,5 +1,7 @@
 #include "clock.hpp"
 
+#include "pg_compat.hpp"
+
 namespace pg_ratelimit {
 namespace {
 
@@ -19,7 +21,7 @@ bool parse_timestamptz(const char *text, TimestampTz *result) {
     fsec_t fsec = 0;
     int tz = 0;
     if (ParseDateTime(text, workbuf, sizeof(workbuf), field, ftype, MAXDATEFIELDS, &nfields) != 0) return false;
-    if (DecodeDateTime(field, ftype, nfields, &dtype, &tm_value, &fsec, &tz) != 0) return false;
+    if (pg_compat::decode_date_time(field, ftype, nfields, &dtype, &tm_value, &fsec, &tz) != 0) return false;
     if (dtype != DTK_DATE) return false;  // no 'infinity', 'epoch' or the like
     return tm2timestamp(&tm_value, fsec, &tz, result) == 0;
 }
@@ -31,8 +33,8 @@ bool check_fake_now(char **newval, void **extra, GucSource) {
         GUC_check_errdetail("\"%s\" is not a finite timestamp with time zone.", *newval);
         return false;
     }
-    // GUC extras are owned by guc.c and released with free().
-    auto *parsed = static_cast<TimestampTz *>(malloc(sizeof(TimestampTz)));
+    // GUC extras are owned and released by guc.c: allocated its way (pg_compat.hpp).
+    auto *parsed = static_cast<TimestampTz *>(pg_compat::guc_extra_alloc(sizeof(TimestampTz)));
     if (parsed == nullptr) return false;
     *parsed = value;
     *extra = parsed;

@@ -1,5 +1,7 @@
 #include "extension_sql.hpp"
 
+#include "pg_compat.hpp"
+
 #include <initializer_list>
 
 namespace pg_ratelimit {
@@ -82,15 +84,10 @@ char *statement_text(const char *sql, StateTable table) {
 
 int extension_sql_begin(Oid schema, Scan scan) {
     if (SPI_connect() != SPI_OK_CONNECT) elog(ERROR, "pg_ratelimit: SPI_connect failed");
-    OverrideSearchPath path;
-    path.schemas = list_make1_oid(schema);
-    path.addCatalog = true;  // first, so that built-in names always win
-    path.addTemp = false;    // never the caller's temporary objects
-    path.generation = 0;
-    PushOverrideSearchPath(&path);  // copies the list
-    list_free(path.schemas);
-    if (scan == Scan::any || !IsolationIsSerializable()) return 0;
-    const int nest_level = NewGUCNestLevel();
+    // The GUC nest level to unwind at the end (0: none): the search path's, where it is a setting.
+    int nest_level = pg_compat::push_search_path(schema);
+    if (scan == Scan::any || !IsolationIsSerializable()) return nest_level;
+    if (nest_level == 0) nest_level = NewGUCNestLevel();
     for (const char *setting : {"enable_seqscan", "enable_bitmapscan"})
         (void)set_config_option(setting, "off", PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
     return nest_level;
@@ -98,7 +95,7 @@ int extension_sql_begin(Oid schema, Scan scan) {
 
 void extension_sql_end(int token) {
     if (token != 0) AtEOXact_GUC(true, token);
-    PopOverrideSearchPath();
+    pg_compat::pop_search_path();
     SPI_finish();
 }
 

@@ -7,9 +7,10 @@
 // anyone with CREATE on the database made, whose table's triggers would run as the owner. So the SQL names
 // the extension's tables unqualified, qualifies every operator and function with pg_catalog, and always
 // runs with the search path overridden to exactly pg_catalog and the extension's schema, given as OIDs
-// (PushOverrideSearchPath). Parse analysis, and every re-analysis of a kept plan (plancache replans when
-// the path differs from the one the plan was made with), then resolve the tables in the extension's
-// schema whatever it is called now and whatever the caller's search_path, and the caller's temporary
+// (PushOverrideSearchPath; from PostgreSQL 17, which removed it, a search_path setting at a GUC nest level of
+// its own, naming the schema as it is called at that instant: pg_compat.hpp). Parse analysis, and every re-analysis of
+// a kept plan (plancache replans when the path differs from the one the plan was made with), then resolve the tables in
+// the extension's schema whatever it is called now and whatever the caller's search_path, and the caller's temporary
 // schema is not searched at all. One requirement remains for the DBA, as for any extension: roles that
 // are not trusted must not have CREATE on the extension's schema.
 //

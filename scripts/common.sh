@@ -1,5 +1,6 @@
-# Shared by the scripts: packages, a private PostgreSQL 15 installation, build and install, and
-# throwaway clusters. Works as root (servers then run as the postgres user) and as a normal user (sudo is
+# Shared by the scripts: packages, a private PostgreSQL installation (15, Debian 12's, unless PG_MAJOR
+# names another installed under /usr/lib/postgresql: the version matrix runs these scripts in Debian roots
+# of PostgreSQL 17 and 18, scripts/matrix.sh), build and install, and throwaway clusters. Works as root (servers then run as the postgres user) and as a normal user (sudo is
 # used for apt only).
 #
 # The extension is never installed into the system's PostgreSQL: each run copies Debian's PostgreSQL 15
@@ -11,14 +12,15 @@
 # shellcheck shell=bash
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PG_SYSTEM_BIN=/usr/lib/postgresql/15/bin
+PG_MAJOR=${PG_MAJOR:-15}
+PG_SYSTEM_BIN=/usr/lib/postgresql/$PG_MAJOR/bin
 # Until private_postgres runs: the system's (lint and the client build need only its headers).
 PG_BIN=$PG_SYSTEM_BIN
 export PG_CONFIG=$PG_BIN/pg_config
 
 # What the build, the tests, the demonstration and the benchmarks need on Debian 12.
 PACKAGES=(build-essential cmake pkg-config git
-          postgresql-15 postgresql-server-dev-15 postgresql-client-15
+          "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR"
           libpqxx-dev libgtest-dev libgmock-dev)
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
@@ -59,16 +61,16 @@ run_dir() {
     trap finish_run EXIT
 }
 
-# Copies Debian's PostgreSQL 15 into the run directory and points PG_BIN, PG_CONFIG and PATH at the copy.
+# Copies Debian's PostgreSQL $PG_MAJOR into the run directory and points PG_BIN, PG_CONFIG and PATH at the copy.
 private_postgres() {
     [ "$PG_BIN" != "$PG_SYSTEM_BIN" ] && return 0
     run_dir
     local root=$RUN_DIR/postgresql
     mkdir -p "$root/usr/lib/postgresql" "$root/usr/share/postgresql" "$root/usr/include"
-    cp -a /usr/lib/postgresql/15 "$root/usr/lib/postgresql/"
-    cp -a /usr/share/postgresql/15 "$root/usr/share/postgresql/"
+    cp -a "/usr/lib/postgresql/$PG_MAJOR" "$root/usr/lib/postgresql/"
+    cp -a "/usr/share/postgresql/$PG_MAJOR" "$root/usr/share/postgresql/"
     ln -s /usr/include/postgresql "$root/usr/include/postgresql"   # headers are only read
-    PG_BIN=$root/usr/lib/postgresql/15/bin
+    PG_BIN=$root/usr/lib/postgresql/$PG_MAJOR/bin
     export PG_CONFIG=$PG_BIN/pg_config
     export PATH=$PG_BIN:$PATH
 }
@@ -156,7 +158,7 @@ start_cluster() {
     if [ -n "$CLUSTER_DIR" ]; then cluster_stop main; rm -rf "$CLUSTER_DIR"; fi
     cluster_init main
     CLUSTER_DIR=$(cluster_dir main)
-    log "starting a throwaway PostgreSQL 15 cluster in $CLUSTER_DIR"
+    log "starting a throwaway PostgreSQL $PG_MAJOR cluster in $CLUSTER_DIR"
     cluster_start main "$@"
     use_cluster main
 }

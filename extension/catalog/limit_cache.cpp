@@ -3,6 +3,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include "pg_compat.hpp"
 
 #include "catalog/config_relation.hpp"
 #include "catalog/time_zones.hpp"
@@ -188,6 +189,9 @@ const char *storage_name(core::Storage storage) {
 }
 
 core::Micros jitter_micros(const Interval *jitter) {
+    if (!pg_compat::interval_is_finite(jitter))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("jitter must be finite"),
+                        errdetail("The allowed range is from 0 to 1 day.")));
     if (jitter->month != 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("jitter must not contain months or years"),
                         errdetail("The allowed range is from 0 to 1 day.")));

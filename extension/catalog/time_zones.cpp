@@ -3,6 +3,7 @@
 #include "catalog/limit_cache.hpp"
 #include "core/calendar.hpp"
 #include "message_text.hpp"
+#include "pg_compat.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -74,6 +75,10 @@ const char *time_zone_name(const core::TimeZone &zone) {
 }
 
 void set_limit_period(core::Limit *limit, const Interval *period, const char *time_zone) {
+    // PostgreSQL 17 has infinite intervals; no period is infinite.
+    if (!pg_compat::interval_is_finite(period))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("period must be finite"),
+                        errdetail("The allowed range is from 1 microsecond to 100 years.")));
     limit->calendar = core::Calendar{};
     if (time_zone == nullptr && period->month == 0) {
         limit->period = period_micros(period);

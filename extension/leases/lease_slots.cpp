@@ -2,6 +2,7 @@
 
 #include "clock.hpp"
 #include "leases/session_leases.hpp"
+#include "pg_compat.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -16,7 +17,7 @@ LOCKTAG lease_tag(uint64 bits, uint16 marker) {
 // takes another slot), or another backend's (a conditional acquire fails). A free tag is taken for a
 // moment, at transaction level, and released at once.
 bool tag_busy(const LOCKTAG &tag) {
-    if (LockHeldByMe(&tag, ExclusiveLock)) return true;
+    if (pg_compat::lock_held_by_me(&tag, ExclusiveLock)) return true;
     if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL) return true;
     LockRelease(&tag, ExclusiveLock, false);
     return false;
@@ -43,7 +44,7 @@ core::Outcome lease_acquire(uint64 identity, int slots, core::Micros period, Lea
         const auto slot_number = static_cast<uint32>(slot);
         const LOCKTAG transaction_tag =
             lease_tag(core::lease_slot_tag(identity, slot_number, 0), LEASE_TRANSACTION_MARKER);
-        bool busy = LockHeldByMe(&transaction_tag, ExclusiveLock) ||
+        bool busy = pg_compat::lock_held_by_me(&transaction_tag, ExclusiveLock) ||
                     LockAcquire(&transaction_tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL;
         if (busy) {
             core::tally_transaction_lease(&tally, bands);

@@ -1,6 +1,7 @@
 #include "leases/session_leases.hpp"
 
 #include <initializer_list>
+#include "pg_compat.hpp"
 
 #include "clock.hpp"
 
@@ -101,7 +102,7 @@ void roll_back(int level) {
     for (int i = 0; i < entry_count; ++i) {
         SessionLease entry = entries[i];
         if (entry.kind != Entry::marker && entry.level >= level) {
-            if (entry.kind == Entry::lease && LockHeldByMe(&entry.tag, ExclusiveLock))
+            if (entry.kind == Entry::lease && pg_compat::lock_held_by_me(&entry.tag, ExclusiveLock))
                 LockRelease(&entry.tag, ExclusiveLock, true);
             if (entry.release_level > 0) continue;  // taken and released: nothing left
             make_marker(&entry);
@@ -123,7 +124,7 @@ void commit() {
             const LOCKTAG tag = entry.tag;
             const bool lease = entry.kind == Entry::lease;
             forget(i);
-            if (lease && LockHeldByMe(&tag, ExclusiveLock)) LockRelease(&tag, ExclusiveLock, true);
+            if (lease && pg_compat::lock_held_by_me(&tag, ExclusiveLock)) LockRelease(&tag, ExclusiveLock, true);
         } else if (entry.kind == Entry::attempt) {
             forget(i);  // cannot outlive its call; never left behind
         } else {
@@ -184,7 +185,7 @@ void free_expired_session_leases(core::Micros now) {
         if (entry.kind == Entry::marker) {
             if (expired(entry, now)) forget(i);
         } else if (entry.kind == Entry::lease) {
-            if (!LockHeldByMe(&entry.tag, ExclusiveLock)) {
+            if (!pg_compat::lock_held_by_me(&entry.tag, ExclusiveLock)) {
                 forget(i);
             } else if (expired(entry, now)) {
                 forget(i);

@@ -10,6 +10,7 @@
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "message_text.hpp"
+#include "pg_compat.hpp"
 #include "rate_limit_exceeded.hpp"
 #include "state/decide_key.hpp"
 #include "state/memory_state.hpp"
@@ -201,6 +202,11 @@ Datum throttle_body(FunctionCallInfo fcinfo) {
 core::Micros max_wait_arg(FunctionCallInfo fcinfo, int argno) {
     if (PG_ARGISNULL(argno)) return core::MAX_DURATION;
     const Interval *wait = PG_GETARG_INTERVAL_P(argno);
+    // PostgreSQL 17's 'infinity' is no bound; '-infinity' is negative.
+    if (!pg_compat::interval_is_finite(wait)) {
+        if (wait->time > 0) return core::MAX_DURATION;
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_wait must not be negative")));
+    }
     if (wait->month != 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_wait must not contain months or years"),
                         errhint("Give it in days, hours, minutes or seconds.")));

@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "extension_sql.hpp"
+#include "pg_compat.hpp"
 #include "state/state_access.hpp"
 
 namespace pg_ratelimit {
@@ -161,13 +162,13 @@ bool fetch_row(DirectState *table, const StateTarget &target, int16 shard, ItemP
 // A non-HOT update: the new version needs an entry in every index of the table, as UPDATE would make
 // one: the primary key (checking uniqueness), the lookup index, and any other, such as one that
 // REINDEX CONCURRENTLY is building. Rare (a full page), so the executor's own routine does it.
-void insert_index_entries(Relation heap, TupleTableSlot *slot) {
+void insert_index_entries(Relation heap, TupleTableSlot *slot, pg_compat::IndexUpdate indexes) {
     EState *estate = CreateExecutorState();
     ResultRelInfo *info = makeNode(ResultRelInfo);
     InitResultRelInfo(info, heap, 0, nullptr, 0);
     ExecOpenIndices(info, false);
     // update = true: the key columns did not change, which lets btree clean up old entries bottom-up.
-    ExecInsertIndexTuples(info, slot, estate, true, false, nullptr, NIL);
+    pg_compat::insert_updated_index_tuples(info, slot, estate, indexes);
     ExecCloseIndices(info);
     FreeExecutorState(estate);
 }
@@ -228,8 +229,8 @@ void direct_close(StateHandle *handle) {
 
 // Scans of the lookup index in the index's own order, under `snapshot`.
 IndexScanDesc begin_scan(DirectState *table, Snapshot snapshot) {
-    IndexScanDesc scan =
-        index_beginscan(table->relations.heap, table->relations.lookup, snapshot, table->lookup_key_count, 0);
+    IndexScanDesc scan = pg_compat::begin_index_scan(table->relations.heap, table->relations.lookup, snapshot,
+                                                     table->lookup_key_count, 0);
     index_rescan(scan, table->lookup_keys, table->lookup_key_count, nullptr, 0);
     return scan;
 }
@@ -355,10 +356,9 @@ WriteResult direct_update(StateHandle *handle, int16, const core::State &next) {
     ItemPointerData old_tid = old_slot->tts_tid;
     TM_FailureData failure;
     LockTupleMode lock_mode;
-    bool update_indexes = false;
-    const TM_Result result =
-        table_tuple_update(heap, &old_tid, new_slot, GetCurrentCommandId(true), GetActiveSnapshot(), InvalidSnapshot,
-                           true, &failure, &lock_mode, &update_indexes);
+    pg_compat::IndexUpdate indexes = pg_compat::IndexUpdate::none;
+    const TM_Result result = pg_compat::update_tuple(heap, &old_tid, new_slot, GetCurrentCommandId(true),
+                                                     GetActiveSnapshot(), &failure, &lock_mode, &indexes);
     end_attempt(table);
 
     switch (result) {
@@ -375,8 +375,8 @@ WriteResult direct_update(StateHandle *handle, int16, const core::State &next) {
             elog(ERROR, "pg_ratelimit: unexpected result %d updating a rate_limit_state row", static_cast<int>(result));
     }
 
-    // A HOT update reuses the index entries; otherwise the new version needs its own.
-    if (update_indexes) insert_index_entries(heap, new_slot);
+    // A HOT update reuses the index entries (but summarizing ones'); otherwise the new version needs its own.
+    if (indexes != pg_compat::IndexUpdate::none) insert_index_entries(heap, new_slot, indexes);
     ExecDropSingleTupleTableSlot(new_slot);
     // Later calls in this transaction (even within the same statement) must see this version.
     CommandCounterIncrement();

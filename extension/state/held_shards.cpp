@@ -1,5 +1,7 @@
 #include "state/held_shards.hpp"
 
+#include "pg_compat.hpp"
+
 #include "state/state_access.hpp"
 
 namespace pg_ratelimit {
@@ -21,8 +23,8 @@ uint64 key_of(const StateTarget &target) {
 }
 
 void forget_other_transactions() {
-    if (owner == MyProc->lxid) return;
-    owner = MyProc->lxid;
+    if (owner == pg_compat::local_transaction_id()) return;
+    owner = pg_compat::local_transaction_id();
     held_count = 0;
     next_slot = 0;
 }

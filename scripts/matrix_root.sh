@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# A Debian root per PostgreSQL version, for the version matrix (scripts/matrix.sh): made with debootstrap
+# from Debian's archive, with PostgreSQL N, its server headers and the build dependencies installed inside,
+# and kept between runs in a cache outside the clone (PG_RATELIMIT_ROOTS, default
+# /var/cache/pg_ratelimit/roots), reused when complete. No Docker daemon is needed: the roots are entered
+# with chroot, with /proc, /sys, /dev, /dev/pts and /dev/shm mounted while a command runs (always
+# unmounted after). Needs root (sudo is used when the caller is not).
+#
+#   scripts/matrix_root.sh path VERSION        the root's directory
+#   scripts/matrix_root.sh make VERSION        makes it unless it is complete (a stamp file says so)
+#   scripts/matrix_root.sh run VERSION CMD...  runs CMD in the root (bash -c), the clone bind-mounted at /src
+#
+# VERSION: 17 (Debian trixie) or 18 (Debian sid, whose index may be past its Valid-Until date).
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+ROOTS=${PG_RATELIMIT_ROOTS:-/var/cache/pg_ratelimit/roots}
+# What the matrix builds and runs inside a root (as scripts/common.sh's PACKAGES on the host).
+root_packages() {
+    echo "postgresql-$1 postgresql-server-dev-$1 postgresql-client-$1 build-essential cmake pkg-config git"
+    echo "libpqxx-dev libgtest-dev libgmock-dev ca-certificates locales-all procps"
+}
+
+suite_of() {
+    case "$1" in
+        17) echo trixie ;;
+        18) echo sid ;;
+        *) die "no Debian suite for PostgreSQL $1 here (17: trixie, 18: sid; 15 is the host's)" ;;
+    esac
+}
+
+root_dir() { echo "$ROOTS/pg$1"; }
+
+mounted_points=()
+unmount_all() {
+    local i
+    for ((i = ${#mounted_points[@]} - 1; i >= 0; i--)); do as_root umount -l "${mounted_points[$i]}" 2>/dev/null || true; done
+    mounted_points=()
+}
+mount_into() {  # mount_into ROOT: /proc, /sys, /dev, /dev/pts, /dev/shm, and the clone at /src
+    local root=$1 point
+    for point in proc sys dev dev/pts dev/shm; do
+        as_root mkdir -p "$root/$point"
+        as_root mount --bind "/$point" "$root/$point"
+        mounted_points+=("$root/$point")
+    done
+    as_root mkdir -p "$root/src"
+    as_root mount --bind "$ROOT" "$root/src"
+    mounted_points+=("$root/src")
+}
+
+in_root() {  # in_root ROOT CMD: bash -c CMD inside, mounts around it
+    local root=$1 status=0
+    shift
+    trap unmount_all EXIT
+    mount_into "$root"
+    as_root chroot "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 \
+        bash -c "$*" || status=$?
+    unmount_all
+    trap - EXIT
+    return $status
+}
+
+make_root() {
+    local version=$1 suite root started
+    suite=$(suite_of "$version")
+    root=$(root_dir "$version")
+    if [ -f "$root/.pg_ratelimit-root-complete" ]; then
+        log "PostgreSQL $version root: cached in $root"
+        return 0
+    fi
+    ensure_packages debootstrap
+    started=$(date +%s)
+    log "PostgreSQL $version root: debootstrap $suite into $root"
+    as_root rm -rf "$root"
+    as_root mkdir -p "$root"
+    as_root debootstrap --variant=minbase "$suite" "$root" http://deb.debian.org/debian >"$ROOTS/pg$version.debootstrap.log" 2>&1 ||
+        { tail -n 20 "$ROOTS/pg$version.debootstrap.log"; die "debootstrap of $suite failed: the matrix needs Debian's archive"; }
+    log "PostgreSQL $version root: installing PostgreSQL $version and the build dependencies"
+    # shellcheck disable=SC2046
+    in_root "$root" "apt-get -o Acquire::Check-Valid-Until=false update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Check-Valid-Until=false install -y -qq \
+            --no-install-recommends $(root_packages "$version" | tr '\n' ' ') >/dev/null" ||
+        die "installing PostgreSQL $version in the $suite root failed"
+    as_root touch "$root/.pg_ratelimit-root-complete"
+    log "PostgreSQL $version root: ready in $(($(date +%s) - started)) s"
+}
+
+case "${1:-}" in
+    path) root_dir "$2" ;;
+    make) as_root mkdir -p "$ROOTS"; make_root "$2" ;;
+    run)
+        version=$2
+        shift 2
+        [ -f "$(root_dir "$version")/.pg_ratelimit-root-complete" ] || die "no root for PostgreSQL $version: make it first"
+        in_root "$(root_dir "$version")" "$@"
+        ;;
+    *) die "usage: $0 path|make VERSION | run VERSION CMD..." ;;
+esac
