@@ -9,6 +9,8 @@
 #   scripts/matrix_root.sh path VERSION        the root's directory
 #   scripts/matrix_root.sh make VERSION        makes it unless it is complete (a stamp file says so)
 #   scripts/matrix_root.sh run VERSION CMD...  runs CMD in the root (bash -c), the clone bind-mounted at /src
+#   scripts/matrix_root.sh copy VERSION        copies the clone's files (tracked and untracked, not ignored)
+#                                              to /build/pg_ratelimit in the root, where the matrix builds
 #
 # VERSION: 17 (Debian trixie) or 18 (Debian sid, whose index may be past its Valid-Until date).
 set -euo pipefail
@@ -95,5 +97,12 @@ case "${1:-}" in
         [ -f "$(root_dir "$version")/.pg_ratelimit-root-complete" ] || die "no root for PostgreSQL $version: make it first"
         in_root "$(root_dir "$version")" "$@"
         ;;
-    *) die "usage: $0 path|make VERSION | run VERSION CMD..." ;;
+    copy)
+        [ -f "$(root_dir "$2")/.pg_ratelimit-root-complete" ] || die "no root for PostgreSQL $2: make it first"
+        in_root "$(root_dir "$2")" 'set -e; rm -rf /build/pg_ratelimit; mkdir -p /build/pg_ratelimit
+            git config --global --add safe.directory /src
+            cd /src && git ls-files -z --cached --others --exclude-standard |
+                tar --null -T - -cf - | tar -xf - -C /build/pg_ratelimit'
+        ;;
+    *) die "usage: $0 path|make|copy VERSION | run VERSION CMD..." ;;
 esac

@@ -1,9 +1,129 @@
 #!/usr/bin/env bash
-# Runs every test, against throwaway PostgreSQL 15 clusters it starts and stops itself, and ends with a
-# table of the suites (result, cases, time). Installs missing Debian packages first. Exits non-zero if
-# any suite fails. Each suite's full output is kept in build/test-logs/<suite>.log.
+# Runs every test, against throwaway PostgreSQL 15 clusters it starts and stops itself, then the version
+# matrix (the extension's suites on PostgreSQL 17 and 18, in Debian roots: scripts/matrix.sh), and ends
+# with a table of the suites (version, result, cases, time). Installs missing Debian packages first. Exits
+# non-zero if any suite fails. Each suite's full output is kept in build/test-logs/<suite>.log.
+#   scripts/test.sh              everything
+#   scripts/test.sh --pg 17      only the matrix's suites on PostgreSQL 17 (or 18), for a developer
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
+
+MATRIX_VERSIONS=(17 18)
+ONLY_MATRIX=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --pg) ONLY_MATRIX+=("${2:?--pg needs a version}"); shift 2 ;;
+        *) die "usage: $0 [--pg VERSION]..." ;;
+    esac
+done
+[ ${#ONLY_MATRIX[@]} -eq 0 ] || MATRIX_VERSIONS=("${ONLY_MATRIX[@]}")
+
+RUN_STARTED=$(date +%s)
+LOGS=$ROOT/build/test-logs
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+SUMMARY=()
+FAILED=()
+FAILED_LOGS=()
+
+# The matrix's Debian roots take minutes to make the first time (debootstrap, then PostgreSQL and the build
+# dependencies from Debian's archive): made in the background while the PostgreSQL 15 suites run, and
+# waited for when the matrix starts. Cached between runs (scripts/matrix_root.sh).
+ensure_packages debootstrap
+declare -A ROOT_JOBS=()
+for version in "${MATRIX_VERSIONS[@]}"; do
+    "$ROOT/scripts/matrix_root.sh" make "$version" >"$LOGS/matrix_root_$version.log" 2>&1 &
+    ROOT_JOBS[$version]=$!
+done
+
+
+# How many cases a suite's output reports, by the tool that ran it.
+count_ctest() { sed -n 's/.*tests passed, [0-9]* tests failed out of \([0-9]*\).*/\1/p' "$1" | tail -n 1; }
+count_pg_regress() {
+    # " All 13 tests passed. " / " 2 of 13 tests failed. " (PostgreSQL 17 and later: "# All 13 tests passed.")
+    sed -n -e 's/^[ #]*All \([0-9]*\) tests passed\. *$/\1/p' -e 's/^[ #]*[0-9]* of \([0-9]*\) tests failed\. *$/\1/p' "$1" |
+        tail -n 1
+}
+# Scripts of our own end with a line "cases: N".
+count_cases() { sed -n 's/^cases: \([0-9]*\).*/\1/p' "$1" | tail -n 1; }
+
+# The root was made or found cached: one case.
+count_root() { echo 1; }
+
+suite_log() { echo "$LOGS/$(echo "$1" | tr -c 'a-zA-Z0-9_\n' '_').log"; }
+
+# run_suite NAME COUNTER COMMAND...: runs COMMAND, its output to the terminal and to the suite's log, on
+# PostgreSQL $SUITE_VERSION (15 unless the matrix sets it).
+SUITE_VERSION=15
+run_suite() {
+    local name=$1 counter=$2 file status started seconds cases
+    shift 2
+    file=$(suite_log "$name $SUITE_VERSION")
+    log "$name (PostgreSQL $SUITE_VERSION)"
+    started=$(date +%s)
+    if "$@" 2>&1 | tee "$file"; then
+        status=passed
+    else
+        status=FAILED
+        FAILED+=("$name (PostgreSQL $SUITE_VERSION)")
+        FAILED_LOGS+=("$file")
+    fi
+    seconds=$(($(date +%s) - started))
+    cases=$($counter "$file")
+    SUMMARY+=("$(printf '%-58s %4s  %-7s %7s %6ss' "$name" "$SUITE_VERSION" "$status" "${cases:-?}" "$seconds")")
+}
+
+# The version matrix: VERSION's root (made in the background above), the clone copied into it, then the
+# extension's suites there (scripts/matrix_suite.sh).
+root_ready() {  # root_ready VERSION STATUS: the background job's log and status, then the clone copied in
+    cat "$LOGS/matrix_root_$1.log"
+    [ "$2" -eq 0 ] || { echo "the Debian root for PostgreSQL $1 could not be made (see above): the matrix needs Debian's archive"; return 1; }
+    "$ROOT/scripts/matrix_root.sh" copy "$1"
+}
+in_matrix_root() {  # in_matrix_root VERSION SUITE ARGS...
+    local version=$1
+    shift
+    "$ROOT/scripts/matrix_root.sh" run "$version" "cd /build/pg_ratelimit && PG_MAJOR=$version scripts/matrix_suite.sh $*"
+}
+run_matrix() {
+    local version
+    for version in "${MATRIX_VERSIONS[@]}"; do
+        SUITE_VERSION=$version
+        local status=0
+        wait "${ROOT_JOBS[$version]}" || status=$?  # in this shell: the job is its child
+        run_suite "matrix: Debian root with PostgreSQL $version (made or cached)" count_root root_ready "$version" "$status"
+        for path in direct sql; do
+            run_suite "pg_regress ($path path)" count_pg_regress in_matrix_root "$version" regress "$path"
+            run_suite "isolation tests ($path path)" count_pg_regress in_matrix_root "$version" isolation "$path"
+        done
+    done
+    SUITE_VERSION=15
+}
+
+print_summary() {
+    printf '\n%-58s %4s  %-7s %7s %7s\n' "suite" "PG" "result" "cases" "time"
+    printf '%s\n' "${SUMMARY[@]}"
+    printf '%-58s %4s  %-7s %7s %6ss\n' "total" "" "" "" "$(($(date +%s) - RUN_STARTED))"
+    if [ ${#FAILED[@]} -gt 0 ]; then
+        # The end of each failed suite's log again, so that a report showing only the end of this output
+        # still says why.
+        local i
+        for i in "${!FAILED[@]}"; do
+            printf '\n--- the last 20 lines of %s ---\n' "${FAILED[$i]}"
+            tail -n 20 "${FAILED_LOGS[$i]}"
+        done
+        printf '\nFAILED: %s\n' "${FAILED[@]}" >&2
+        printf 'Full output of each suite: %s\n' "$LOGS" >&2
+        exit 1
+    fi
+    printf '\nAll test suites passed.\n'
+}
+
+if [ ${#ONLY_MATRIX[@]} -gt 0 ]; then
+    run_matrix
+    print_summary
+    exit 0
+fi
 
 ensure_packages "${PACKAGES[@]}"
 build_and_install_extension
@@ -16,36 +136,6 @@ cmake -S "$ROOT" -B "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RA
     -DPG_RATELIMIT_BUILD_BENCH=OFF -DPG_RATELIMIT_SANITIZE=ON >/dev/null
 cmake --build "$ROOT/build-asan" -j2 >/dev/null
 
-LOGS=$ROOT/build/test-logs
-rm -rf "$LOGS"
-mkdir -p "$LOGS"
-SUMMARY=()
-FAILED=()
-
-# How many cases a suite's output reports, by the tool that ran it.
-count_ctest() { sed -n 's/.*tests passed, [0-9]* tests failed out of \([0-9]*\).*/\1/p' "$1" | tail -n 1; }
-count_pg_regress() {
-    # " All 13 tests passed. " / " 2 of 13 tests failed. "
-    sed -n -e 's/^ *All \([0-9]*\) tests passed\. *$/\1/p' -e 's/^ *[0-9]* of \([0-9]*\) tests failed\. *$/\1/p' "$1" |
-        tail -n 1
-}
-# Scripts of our own end with a line "cases: N".
-count_cases() { sed -n 's/^cases: \([0-9]*\).*/\1/p' "$1" | tail -n 1; }
-
-suite_log() { echo "$LOGS/$(echo "$1" | tr -c 'a-zA-Z0-9_\n' '_').log"; }
-
-# run_suite NAME COUNTER COMMAND...: runs COMMAND, its output to the terminal and to the suite's log.
-run_suite() {
-    local name=$1 counter=$2 file status started seconds cases
-    shift 2
-    file=$(suite_log "$name")
-    log "$name"
-    started=$(date +%s)
-    if "$@" 2>&1 | tee "$file"; then status=passed; else status=FAILED; FAILED+=("$name"); fi
-    seconds=$(($(date +%s) - started))
-    cases=$($counter "$file")
-    SUMMARY+=("$(printf '%-58s %-7s %7s %6ss' "$name" "$status" "${cases:-?}" "$seconds")")
-}
 
 regress() { make -C "$ROOT" -s installcheck PG_CONFIG="$PG_CONFIG" ISOLATION= || { cat "$ROOT/regression.diffs"; return 1; }; }
 isolation() { make -C "$ROOT" -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= || { cat "$ROOT/output_iso/regression.diffs"; return 1; }; }
@@ -90,17 +180,5 @@ done
 run_suite "pg_regress + isolation, extension under ASan + UBSan (both paths)" count_cases \
     "$ROOT/test/sanitized_backend.sh"
 
-printf '\n%-58s %-7s %7s %7s\n' "suite" "result" "cases" "time"
-printf '%s\n' "${SUMMARY[@]}"
-if [ ${#FAILED[@]} -gt 0 ]; then
-    # The end of each failed suite's log again, so that a report showing only the end of this output
-    # still says why.
-    for name in "${FAILED[@]}"; do
-        printf '\n--- the last 20 lines of %s ---\n' "$name"
-        tail -n 20 "$(suite_log "$name")"
-    done
-    printf '\nFAILED: %s\n' "${FAILED[@]}" >&2
-    printf 'Full output of each suite: %s\n' "$LOGS" >&2
-    exit 1
-fi
-printf '\nAll test suites passed.\n'
+run_matrix
+print_summary

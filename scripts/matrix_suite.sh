@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One suite of the version matrix, run INSIDE a Debian root of another PostgreSQL version (scripts/matrix.sh
+# enters the root and copies the clone to /build/pg_ratelimit first), with PG_MAJOR set to that version:
+# the same scripts, builds and throwaway clusters as on the host (scripts/common.sh).
+#   scripts/matrix_suite.sh build                   the extension (PGXS) and the CMake tree
+#   scripts/matrix_suite.sh regress PATH            pg_regress on access path PATH (direct or sql)
+#   scripts/matrix_suite.sh isolation PATH          the isolation suite on PATH
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+[ "$PG_MAJOR" != 15 ] || die "run inside a matrix root, with PG_MAJOR set (scripts/matrix.sh)"
+
+case "${1:-}" in
+    build)
+        build_and_install_extension
+        ;;
+    regress | isolation)
+        path=${2:?access path}
+        build_and_install_extension >/dev/null 2>&1 || build_and_install_extension
+        start_cluster -c pg_ratelimit.access_path="$path" -c shared_preload_libraries=pg_ratelimit
+        if [ "$1" = regress ]; then
+            make -C "$ROOT" -s installcheck PG_CONFIG="$PG_CONFIG" ISOLATION= || { cat "$ROOT/regression.diffs"; exit 1; }
+        else
+            make -C "$ROOT" -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= || { cat "$ROOT/output_iso/regression.diffs"; exit 1; }
+        fi
+        ;;
+    *) die "usage: $0 build | regress PATH | isolation PATH" ;;
+esac
