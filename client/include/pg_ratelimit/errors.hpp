@@ -71,8 +71,10 @@ class ExtensionMissing : public Error {
 // SQLSTATE RL001: rate_limit_enforce (Limiter::enforce) was denied. The server's transaction is aborted,
 // so whatever else it consumed rolls back with it (memory limits excepted). limit(), key() and
 // retry_after() come from the error's DETAIL, a JSON object (exact to the microsecond; the key whole, even
-// where the message clips it): come back after retry_after(). If the DETAIL cannot be read (never expected),
-// limit() and key() are empty and retry_after() is zero.
+// where the message clips it): come back after retry_after(). Every retry_after the server reports is read
+// exactly, up to its longest, 3162240000000 s (about 100,000 years: a lifetime quota that will never
+// refill); a longer one, which no server sends, saturates at microseconds::max(). If the DETAIL cannot be
+// read (never expected), limit() and key() are empty and retry_after() is zero.
 class RateLimitExceeded : public Error {
   public:
     RateLimitExceeded(const std::string &server_text, const std::string &query, const std::string &sqlstate);
