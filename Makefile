@@ -1,6 +1,6 @@
 # PGXS build of the pg_ratelimit server extension (the client, tests and benchmarks build with CMake).
 EXTENSION = pg_ratelimit
-EXTVERSION = 0.1.0
+EXTVERSION = 0.2.0
 MODULE_big = pg_ratelimit
 OBJS = \
 	extension/core/calendar.o \
@@ -54,7 +54,8 @@ OBJS = \
 	extension/stats.o \
 	extension/table_checks.o \
 	extension/time_zones.o
-DATA = extension/$(EXTENSION)--$(EXTVERSION).sql
+# The full install script of each release that has one, and the update scripts between releases.
+DATA = $(wildcard extension/$(EXTENSION)--*.sql)
 PGFILEDESC = "pg_ratelimit - transactional rate limiting"
 
 # Every sql/*.sql is a pg_regress test and every specs/*.spec an isolation test.

@@ -27,11 +27,11 @@ void require_cost_fits(const core::Limit &limit, double cost, const text *limit_
 }
 
 core::Outcome decide_key(const CallContext &context, const core::Limit &limit, text *limit_name, text *key,
-                         SettleMode mode, double cost, bool reserve) {
+                         SettleMode mode, double cost, bool reserve, core::Micros max_wait) {
     const core::Micros origin = core::key_origin(limit, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
     core::Outcome outcome = settle(StateTarget{context.extension, context.schema, PointerGetDatum(limit_name),
                                                PointerGetDatum(key), limit, origin},
-                                   limit, mode, cost, reserve, origin);
+                                   limit, mode, cost, reserve, origin, max_wait);
     // Denied callers told to come back at spread-out instants (never earlier than they could succeed).
     if (!outcome.allowed && limit.jitter > 0)
         outcome.retry_after = core::jittered(limit, outcome.retry_after, pg_prng_uint64(&pg_global_prng_state));

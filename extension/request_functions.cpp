@@ -1,5 +1,5 @@
-// rate_limit_request, rate_limit_check, rate_limit_refund and rate_limit_reset: arguments, the limit, and
-// one settle() (settle.hpp) each; reset deletes the key's rows (or memory entries).
+// rate_limit_request, rate_limit_reserve, rate_limit_check, rate_limit_refund and rate_limit_reset: arguments, the
+// limit, and one settle() (settle.hpp) each; reset deletes the key's rows (or memory entries).
 #include <algorithm>
 
 #include "call_context.hpp"
@@ -197,6 +197,36 @@ Datum throttle_body(FunctionCallInfo fcinfo) {
     return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
 }
 
+// A max_wait argument: NULL is no bound; negative, months or years are refused (22023); beyond
+// MAX_DURATION is no bound either.
+core::Micros max_wait_arg(FunctionCallInfo fcinfo, int argno) {
+    if (PG_ARGISNULL(argno)) return core::MAX_DURATION;
+    const Interval *wait = PG_GETARG_INTERVAL_P(argno);
+    if (wait->month != 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_wait must not contain months or years"),
+                        errhint("Give it in days, hours, minutes or seconds.")));
+    const double micros = static_cast<double>(wait->day) * USECS_PER_DAY + static_cast<double>(wait->time);
+    if (micros < 0) ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("max_wait must not be negative")));
+    if (micros >= static_cast<double>(core::MAX_DURATION)) return core::MAX_DURATION;
+    return wait->time + static_cast<core::Micros>(wait->day) * USECS_PER_DAY;
+}
+
+// rate_limit_reserve(key, limit_name, cost, max_wait) -> rate_limit_decision: a reservation only if its
+// units are due within max_wait (core::reserve_within); otherwise a denial that consumes nothing, so a
+// caller that waits (the client's Limiter::wait) never has anything to give back.
+Datum reserve_body(FunctionCallInfo fcinfo) {
+    const CallContext context = call_context(fcinfo, true);
+    text *key = key_arg(fcinfo, 0);
+    text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
+    const double cost = cost_arg(fcinfo, 2);
+    const core::Micros max_wait = max_wait_arg(fcinfo, 3);
+    const core::Limit limit =
+        effective_limit(context, rate_limit_lookup(context.extension, context.schema, limit_name), limit_name, key);
+    require_cost_fits(limit, cost, limit_name);
+    return decision_datum(context, limit,
+                          decide_key(context, limit, limit_name, key, SettleMode::request, cost, true, max_wait));
+}
+
 Datum request_body(FunctionCallInfo fcinfo) { return decide(fcinfo, SettleMode::request); }
 Datum check_body(FunctionCallInfo fcinfo) { return decide(fcinfo, SettleMode::check); }
 Datum refund_body(FunctionCallInfo fcinfo) { return decide(fcinfo, SettleMode::refund); }
@@ -289,6 +319,7 @@ Datum settle_reservation_body(FunctionCallInfo fcinfo) {
 }  // namespace pg_ratelimit
 
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_request, pg_ratelimit::request_body)
+PG_RATELIMIT_SQL_FUNCTION(rate_limit_reserve, pg_ratelimit::reserve_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_request_many, pg_ratelimit::request_many_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_check, pg_ratelimit::check_body)
 PG_RATELIMIT_SQL_FUNCTION(rate_limit_throttle, pg_ratelimit::throttle_body)

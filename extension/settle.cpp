@@ -31,8 +31,8 @@ const char *write_action(SettleMode mode) {
 // COMMITTED), decide, write. `decided` gets the decision; `stored` and `found` what it was made from.
 // Returns false for a lost race.
 bool attempt(const StateAccess &access, StateHandle *handle, int16 shard, int attempt_number, const core::Limit &limit,
-             SettleMode mode, double cost, bool reserve, core::Micros origin, core::Outcome *decided,
-             core::State *stored, bool *found) {
+             SettleMode mode, double cost, bool reserve, core::Micros origin, core::Micros max_wait,
+             core::Outcome *decided, core::State *stored, bool *found) {
     *found = access.fetch(handle, shard, stored);
     if (*found && attempt_number > 0 && !IsolationUsesXactSnapshot())
         *found = access.lock_latest(handle, shard, stored);
@@ -40,7 +40,9 @@ bool attempt(const StateAccess &access, StateHandle *handle, int16 shard, int at
     const core::Micros now = clock_now();  // after the row lock: a waiter decides at its own turn
     *decided = mode == SettleMode::refund ? core::refund(limit, current, now, cost, origin)
                : mode == SettleMode::take ? core::take(limit, current, now, cost, origin)
-                                          : core::request(limit, current, now, cost, reserve, origin);
+               : reserve && max_wait < core::MAX_DURATION
+                   ? core::reserve_within(limit, current, now, cost, max_wait, origin)
+                   : core::request(limit, current, now, cost, reserve, origin);
     if (mode == SettleMode::check || !decided->write) {
         if (!*found) access.rely_on_absence(handle, shard);
         return true;
@@ -54,11 +56,12 @@ bool attempt(const StateAccess &access, StateHandle *handle, int16 shard, int at
 // Settles on one shard's row, attempt after attempt until one is not a lost race. `stored` and `found`
 // get the row the decision was made from.
 core::Outcome settle_row(const StateAccess &access, StateHandle *handle, int16 shard, const core::Limit &limit,
-                         SettleMode mode, double cost, bool reserve, core::Micros origin, core::State *stored,
-                         bool *found) {
+                         SettleMode mode, double cost, bool reserve, core::Micros origin, core::Micros max_wait,
+                         core::State *stored, bool *found) {
     for (int number = 0; number < MAX_ATTEMPTS; ++number) {
         core::Outcome decided;
-        if (attempt(access, handle, shard, number, limit, mode, cost, reserve, origin, &decided, stored, found)) {
+        if (attempt(access, handle, shard, number, limit, mode, cost, reserve, origin, max_wait, &decided, stored,
+                    found)) {
             lost_races += number;
             return decided;
         }
@@ -71,7 +74,7 @@ core::Outcome settle_row(const StateAccess &access, StateHandle *handle, int16 s
 // under READ COMMITTED) rather than choosing again: a call holding one shard's row lock must never wait for
 // another's, or two calls crossing over two shards would deadlock.
 core::Outcome settle_sharded(const StateAccess &access, StateHandle *handle, const core::Limit &limit, SettleMode mode,
-                             double cost, bool reserve, core::Micros origin) {
+                             double cost, bool reserve, core::Micros origin, core::Micros max_wait) {
     const core::Limit shard = core::shard_limit(limit);
     const int count = limit.shards;
     ShardRow rows[core::MAX_SHARDS];
@@ -98,8 +101,8 @@ core::Outcome settle_sharded(const StateAccess &access, StateHandle *handle, con
     }
     core::State stored;
     bool found = false;
-    const core::Outcome decided =
-        settle_row(access, handle, static_cast<int16>(chosen), shard, mode, cost, reserve, origin, &stored, &found);
+    const core::Outcome decided = settle_row(access, handle, static_cast<int16>(chosen), shard, mode, cost, reserve,
+                                             origin, max_wait, &stored, &found);
     if (access.transactional && mode != SettleMode::check && decided.write) remember_key_shard(handle->target);
     // The figures of the other shards come from the peek, of the chosen one from what it decided on.
     views[chosen] = found ? core::ShardView{stored, true, false} : core::ShardView{};
@@ -111,16 +114,17 @@ core::Outcome settle_sharded(const StateAccess &access, StateHandle *handle, con
 }  // namespace
 
 core::Outcome settle(const StateTarget &target, const core::Limit &limit, SettleMode mode, double cost, bool reserve,
-                     core::Micros origin) {
+                     core::Micros origin, core::Micros max_wait) {
     StateHandle handle;
     state_access_open(target, &handle);
     const StateAccess &access = *handle.access;
     core::State stored;
     bool found = false;
     lost_races = 0;
-    core::Outcome outcome = limit.shards > 1
-                                ? settle_sharded(access, &handle, limit, mode, cost, reserve, origin)
-                                : settle_row(access, &handle, 0, limit, mode, cost, reserve, origin, &stored, &found);
+    core::Outcome outcome =
+        limit.shards > 1
+            ? settle_sharded(access, &handle, limit, mode, cost, reserve, origin, max_wait)
+            : settle_row(access, &handle, 0, limit, mode, cost, reserve, origin, max_wait, &stored, &found);
     access.close(&handle);
     // Shadow mode: the denial was decided (and wrote nothing); the caller is let through, told so. Its
     // retry_after stays for rate_limit_enforce's notice; the decision shows 0 (decision_values). A

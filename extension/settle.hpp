@@ -17,7 +17,9 @@ namespace pg_ratelimit {
 // take: core::take (rate_limit_settle's extra cost), always allowed, into debt if it must.
 enum class SettleMode { request, check, refund, take };
 
+// max_wait bounds a reservation in time (core::reserve_within): a reservation not due within it is a
+// denial that writes nothing. MAX_DURATION: no bound.
 core::Outcome settle(const StateTarget &target, const core::Limit &limit, SettleMode mode, double cost, bool reserve,
-                     core::Micros origin);
+                     core::Micros origin, core::Micros max_wait = core::MAX_DURATION);
 
 }  // namespace pg_ratelimit

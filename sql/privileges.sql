@@ -54,7 +54,7 @@ REVOKE EXECUTE ON FUNCTION rate_limit_cleanup FROM regress_rl_app;
 REVOKE EXECUTE ON FUNCTION rate_limit_request(text, text, float8, boolean), rate_limit_request_many(text[], text, float8[]),
     rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8), rate_limit_policy(text, text),
     rate_limit_request_all(text[], text[], float8[]), rate_limit_enforce(text, text, float8),
-    rate_limit_acquire(text, text, text) FROM PUBLIC;
+    rate_limit_acquire(text, text, text), rate_limit_reserve(text, text, float8, interval) FROM PUBLIC;
 -- What the role may still run of the extension: releasing its own leases and reading the statistics.
 SELECT p.proname FROM pg_proc p JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid
  WHERE d.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'pg_ratelimit') AND d.deptype = 'e'
@@ -67,6 +67,7 @@ SELECT rate FROM rate_limit_policy('u', 'priv');
 SELECT count(*) FROM rate_limit_request_all(ARRAY['u'], ARRAY['priv']);
 SELECT rate_limit_enforce('u', 'priv');
 SELECT allowed FROM rate_limit_acquire('u', 'priv');
+SELECT allowed FROM rate_limit_reserve('u', 'priv');
 RESET ROLE;
 GRANT EXECUTE ON FUNCTION rate_limit_request(text, text, float8, boolean), rate_limit_request_many(text[], text, float8[]),
     rate_limit_throttle(text, text, float8), rate_limit_check(text, text, float8), rate_limit_policy(text, text),

@@ -50,6 +50,14 @@ namespace pg_ratelimit::core {
 [[nodiscard]] Outcome request(const Limit &limit, const State *stored, Micros now, double cost, bool reserve,
                               Micros origin) noexcept;
 
+// A reservation bounded in time (rate_limit_reserve): request(..., reserve = true) when the reserved units
+// are due within max_wait (its retry_after <= max_wait), else a denial that writes nothing, whose
+// retry_after is the earliest microsecond from which such a reservation would be due within max_wait (the
+// balance then covers the cost minus max_reserved, and covers the whole cost max_wait later): calling
+// again after it succeeds unless others took units meanwhile. max_wait >= MAX_DURATION: no bound.
+[[nodiscard]] Outcome reserve_within(const Limit &limit, const State *stored, Micros now, double cost, Micros max_wait,
+                                     Micros origin) noexcept;
+
 // Give cost units back, never above capacity. Always allowed; retry_after = until the key is out of
 // debt (0 when it is not in debt). A key without a row is already full: nothing to write.
 [[nodiscard]] Outcome refund(const Limit &limit, const State *stored, Micros now, double cost, Micros origin) noexcept;

@@ -178,6 +178,43 @@ Outcome request(const Limit &limit, const State *stored, Micros now, double cost
     return out;
 }
 
+namespace {
+
+// Whether a reservation of cost at now is admitted and due within max_wait.
+bool reserved_within(const Limit &limit, const State *stored, Micros now, double cost, Micros max_wait, Micros origin,
+                     Outcome *out) noexcept {
+    *out = request(limit, stored, now, cost, /*reserve=*/true, origin);
+    return out->allowed && out->retry_after <= max_wait;
+}
+
+}  // namespace
+
+Outcome reserve_within(const Limit &limit, const State *stored, Micros now, double cost, Micros max_wait,
+                       Micros origin) noexcept {
+    Outcome out;
+    if (reserved_within(limit, stored, now, cost, max_wait, origin, &out) || max_wait >= MAX_DURATION) return out;
+    // Denied: the first instant t at which the balance covers the cost minus the allowed debt (a reservation
+    // is admitted) and the balance at t + max_wait covers the whole cost (it is then due within max_wait).
+    // Both conditions only ever become true as time passes (a balance never decreases by itself).
+    const double tol = tolerance(limit);
+    const Micros admitted = wait_until_covered(limit, stored, cost, allowed_shortfall(limit, true), now, origin);
+    const Micros covered = wait_until_covered(limit, stored, cost, tol, now, origin);
+    Micros wait = std::max(admitted, covered >= MAX_DURATION ? MAX_DURATION : covered - max_wait);
+    // The reservation's own retry_after is read from the state it would store, which an encoding may round
+    // by a hair: step to the first microsecond at which the reservation is really due in time.
+    Outcome later;
+    for (int step = 0; step < 4 && wait < MAX_DURATION &&
+                       !reserved_within(limit, stored, saturating_add(now, wait), cost, max_wait, origin, &later);
+         ++step)
+        ++wait;
+    Outcome denied;
+    denied.allowed = false;
+    denied.balance = level_of(limit, stored, now, origin).value;
+    denied.retry_after = std::clamp<Micros>(wait, 1, MAX_DURATION);
+    denied.reset_after = wait_until_covered(limit, stored, limit.capacity, tol, now, origin);
+    return denied;
+}
+
 bool is_full(const Limit &limit, const State &stored, Micros now, Micros origin) noexcept {
     // A concurrency limit keeps no rows: one found (written by hand) means nothing and may go.
     if (limit.algorithm == Algorithm::concurrency) return true;

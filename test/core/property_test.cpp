@@ -382,6 +382,58 @@ TEST_P(Durations, EarlierThenOriginalNeverGivesMore) {
     }
 }
 
+// A reservation bounded in time (reserve_within): admitted exactly when a reservation is due within
+// max_wait; denied, it writes nothing, and the same call succeeds at now + retry_after and not 1 us earlier.
+TEST_P(Durations, ReserveWithin) {
+    Random random(Seed(0xdead0007, GetParam()));
+    int allowed = 0;
+    int denied = 0;
+    int failures = 0;
+    for (int trial = 0; trial < 20000 && failures < 10; ++trial) {
+        const Case c = RandomCase(random, GetParam());
+        const Micros max_wait = random.Chance(0.1) ? 0 : random.Int(0, FillTime(c.s.limit));
+        const auto within = [&](Micros t) {
+            return reserve_within(c.s.limit, &c.stored, t, c.cost, max_wait, c.s.origin);
+        };
+        const Outcome out = within(c.now);
+        const Outcome reserved = request(c.s.limit, &c.stored, c.now, c.cost, /*reserve=*/true, c.s.origin);
+        bool ok = true;
+        if (out.allowed) {
+            ++allowed;
+            // Exactly the reservation request() makes.
+            ok = out.retry_after <= max_wait && reserved.allowed && out.retry_after == reserved.retry_after &&
+                 out.write == reserved.write && out.next.value == reserved.next.value &&
+                 out.next.ts == reserved.next.ts;
+        } else {
+            ++denied;
+            ok = !out.write && out.retry_after > 0 && out.retry_after <= MAX_DURATION &&
+                 (!reserved.allowed || reserved.retry_after > max_wait);
+            if (out.retry_after < MAX_DURATION) {
+                ok = ok && within(c.now + out.retry_after).allowed;
+                ok = ok && !within(c.now + out.retry_after - 1).allowed;
+            }
+        }
+        EXPECT_TRUE(ok) << Describe(c) << " max_wait=" << max_wait << " allowed=" << out.allowed
+                        << " retry_after=" << out.retry_after;
+        if (!ok) ++failures;
+    }
+    EXPECT_GT(allowed, 1000);
+    EXPECT_GT(denied, 1000);
+}
+
+// Without a bound, reserve_within is request(..., reserve = true).
+TEST_P(Durations, ReserveWithinUnbounded) {
+    Random random(Seed(0xdead0008, GetParam()));
+    for (int trial = 0; trial < 5000; ++trial) {
+        const Case c = RandomCase(random, GetParam());
+        const Outcome a = reserve_within(c.s.limit, &c.stored, c.now, c.cost, MAX_DURATION, c.s.origin);
+        const Outcome b = request(c.s.limit, &c.stored, c.now, c.cost, /*reserve=*/true, c.s.origin);
+        ASSERT_TRUE(a.allowed == b.allowed && a.retry_after == b.retry_after && a.write == b.write &&
+                    a.next.value == b.next.value && a.next.ts == b.next.ts)
+            << Describe(c);
+    }
+}
+
 // A function rather than a static generator: building one at static initialisation may throw.
 auto EveryAlgorithm() {
     return ::testing::Values(Family{Algorithm::token_bucket, false}, Family{Algorithm::fixed_window, false},
