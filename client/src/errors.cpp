@@ -23,10 +23,16 @@ std::string extension_hint(const std::string &sqlstate) {
         return "Options::schema names a schema that does not exist in this database: set it to the schema "
                "pg_ratelimit was created in " +
                find_schema + ", or leave it empty to find the extension through the search_path.";
-    return "pg_ratelimit is not installed in this database, or not where the client looks for it: run "
-           "CREATE EXTENSION pg_ratelimit in this database, or set Options::schema to the schema it was "
-           "created in " +
-           find_schema + " if that schema is not on the connection's search_path.";
+    const std::string text =
+        "pg_ratelimit is not installed in this database, or not where the client looks for it: run "
+        "CREATE EXTENSION pg_ratelimit in this database, or set Options::schema to the schema it was "
+        "created in " +
+        find_schema + " if that schema is not on the connection's search_path.";
+    if (sqlstate != "42883") return text;
+    // A function of a later version than the one installed (rate_limit_reserve came with 0.2.0).
+    return text +
+           " If it is installed there, it may be older than this call needs (Limiter::wait and "
+           "reserve_within need 0.2.0): run ALTER EXTENSION pg_ratelimit UPDATE.";
 }
 
 // The server's text ends with a newline; the hint follows as a line of its own.

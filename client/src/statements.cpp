@@ -14,7 +14,8 @@ namespace pg_ratelimit::detail {
 namespace {
 
 const char *const STATEMENT_NAMES[CALL_COUNT] = {"pg_ratelimit_request", "pg_ratelimit_check",   "pg_ratelimit_refund",
-                                                 "pg_ratelimit_reset",   "pg_ratelimit_enforce", "pg_ratelimit_settle"};
+                                                 "pg_ratelimit_reset",   "pg_ratelimit_enforce", "pg_ratelimit_settle",
+                                                 "pg_ratelimit_reserve"};
 const char *const POLICY_STATEMENT_NAME = "pg_ratelimit_policy";
 const char *const MANY_STATEMENT_NAME = "pg_ratelimit_request_many";
 const char *const ALL_STATEMENT_NAME = "pg_ratelimit_request_all";
@@ -69,6 +70,9 @@ pqxx::result execute(Call call, const CallArgs &args, Exec &&exec) {
                 return exec(args.key, args.limit, args.cost);
             case Call::settle:
                 return exec(args.key, args.limit, args.cost, args.actual);
+            case Call::reserve:
+                if (args.max_wait) return exec(args.key, args.limit, args.cost, *args.max_wait);
+                return exec(args.key, args.limit, args.cost, nullptr);
             case Call::reset:
                 break;
         }
@@ -97,6 +101,9 @@ Statements::Statements(const std::string &schema) {
     sql_[index(Call::reset)] = "SELECT " + prefix + "rate_limit_reset($1::text, $2::text)";
     sql_[index(Call::enforce)] = "SELECT " + prefix + "rate_limit_enforce($1::text, $2::text, $3::float8)";
     sql_[index(Call::settle)] = decision_sql(prefix, "rate_limit_settle($1::text, $2::text, $3::float8, $4::float8)");
+    // max_wait travels as microseconds (int8, exact), NULL for no bound.
+    sql_[index(Call::reserve)] =
+        decision_sql(prefix, "rate_limit_reserve($1::text, $2::text, $3::float8, $4::int8 * interval '1 microsecond')");
     // The same columns as a single call's, after the row's key and position (decision_rows.hpp).
     many_sql_ =
         "SELECT r.key, r.\"position\", r.allowed, r.remaining, extract(epoch FROM r.retry_after),"
@@ -123,7 +130,8 @@ void Statements::prepare_on(pqxx::connection_base &connection) const {
         }
         // Like the batch statement below: declared only, prepared on first use, so that a connection costs
         // no round trip for them and a schema of wrappers without them still serves the other calls.
-        for (const Call call : {Call::enforce, Call::settle})
+        // rate_limit_reserve (0.2.0) too: a Limiter on an older installation still serves every other call.
+        for (const Call call : {Call::enforce, Call::settle, Call::reserve})
             connection.prepare(STATEMENT_NAMES[index(call)], sql_[index(call)]);
         connection.prepare(POLICY_STATEMENT_NAME, policy_sql_);
         connection.prepare_now(POLICY_STATEMENT_NAME);

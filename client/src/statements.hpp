@@ -3,6 +3,7 @@
 // interval text, whose format depends on the session's IntervalStyle.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <pqxx/binarystring>
 #include <pqxx/connection_base>
@@ -17,9 +18,9 @@
 namespace pg_ratelimit::detail {
 
 // enforce: rate_limit_enforce (no decision: a denial is RateLimitExceeded); settle: rate_limit_settle
-// (cost = reserved, actual = actual).
-enum class Call { request, check, refund, reset, enforce, settle };
-inline constexpr int CALL_COUNT = 6;
+// (cost = reserved, actual = actual); reserve: rate_limit_reserve (a reservation due within max_wait).
+enum class Call { request, check, refund, reset, enforce, settle, reserve };
+inline constexpr int CALL_COUNT = 7;
 
 struct CallArgs {
     const std::string &key;
@@ -27,6 +28,8 @@ struct CallArgs {
     double cost = 1;
     bool reserve = false;  // request only
     double actual = 0;     // settle only
+    // reserve only: the bound in microseconds (from 0); none: no bound (NULL).
+    std::optional<std::int64_t> max_wait{};
 };
 
 // A batch (rate_limit_request_many): the keys and the limit as given, and the parameters encoded once

@@ -51,17 +51,18 @@ class WrongLimitKind : public Error {
 
 // pg_ratelimit's functions or tables were not found where the client looked for them: the database has
 // no CREATE EXTENSION pg_ratelimit, or the extension lives in a schema that is neither Options::schema nor
-// on the connection's search_path. sqlstate() is the server's: 42883 (undefined_function: a rate_limit_*
-// function), 42P01 (undefined_table: rate_limit_config) or 3F000 (invalid_schema_name: Options::schema
-// names no schema of this database). Thrown by the Limiter's constructor, which prepares its statements
-// on its first connection, and by any call (pooled, or in the caller's transaction, which may be on
-// another database). what() is the server's text followed by a line "HINT (pg_ratelimit): " + hint();
-// message() is the server's primary message, as for every Error.
+// on the connection's search_path, or it is older than the call (Limiter::wait and reserve_within need
+// rate_limit_reserve, from 0.2.0 on: ALTER EXTENSION pg_ratelimit UPDATE). sqlstate() is the server's:
+// 42883 (undefined_function: a rate_limit_* function), 42P01 (undefined_table: rate_limit_config) or 3F000
+// (invalid_schema_name: Options::schema names no schema of this database). Thrown by the Limiter's
+// constructor, which prepares its statements on its first connection, and by any call (pooled, or in the
+// caller's transaction, which may be on another database). what() is the server's text followed by a line
+// "HINT (pg_ratelimit): " + hint(); message() is the server's primary message, as for every Error.
 class ExtensionMissing : public Error {
   public:
     ExtensionMissing(const std::string &server_text, const std::string &query, const std::string &sqlstate);
 
-    // What to do about it: CREATE EXTENSION pg_ratelimit, or Options::schema.
+    // What to do about it: CREATE EXTENSION pg_ratelimit, Options::schema, or ALTER EXTENSION ... UPDATE.
     [[nodiscard]] const std::string &hint() const noexcept { return hint_; }
 
   private:

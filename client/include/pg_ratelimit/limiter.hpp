@@ -177,17 +177,34 @@ class Limiter {
                                       const std::string &limit = "default", double cost = 1,
                                       ReserveMode mode = ReserveMode::immediate);
 
+    // A reservation bounded in time (rate_limit_reserve; needs the extension at 0.2.0 or later, else
+    // ExtensionMissing): takes cost units only if they are due within max_wait, within the limit's
+    // max_reserved. Allowed: the units are taken, and retry_after (at most max_wait) is how long to wait
+    // before doing the work. Denied: NOTHING was taken or written, and retry_after is how long until a
+    // reservation with the same max_wait would be granted if nobody else takes units meanwhile. So a
+    // caller that gives up has nothing to give back (no grant on rate_limit_refund needed). For callers
+    // that schedule the work themselves (an event loop); wait() is this plus the sleeping. max_wait of 0:
+    // only units available now (a request); of 100,000 years or more: no bound; negative: InvalidArgument.
+    [[nodiscard]] Decision reserve_within(const std::string &key, const std::string &limit,
+                                          std::chrono::milliseconds max_wait, double cost = 1);
+    [[nodiscard]] Decision reserve_within(pqxx::transaction_base &tx, const std::string &key, const std::string &limit,
+                                          std::chrono::milliseconds max_wait, double cost = 1);
+
     // Throttling instead of rejecting: returns an allowed decision once the units are consumed, blocking
     // the calling thread for up to max_wait; returns a denial as soon as the request cannot succeed
     // within max_wait (at once, without writing anything, when the first answer already says so).
     //
-    // When the units are not available now but will be within max_wait, wait() reserves them at once
-    // (reserve => true, within the limit's max_reserved) and then sleeps until they are due, so
-    // concurrent waiters queue in order instead of waking together and racing. If max_reserved leaves
-    // no room, it sleeps until retry_after (plus a little jitter) and tries again while max_wait lasts.
-    // The returned decision's retry_after is 0. The units count as consumed from the moment they are
-    // reserved, even if the thread is interrupted while sleeping. No in-transaction variant: sleeping
-    // inside a transaction would hold the key's row lock the whole time.
+    // Built on reserve_within (so it needs the extension at 0.2.0, and no privilege beyond the default
+    // grants: it never gives units back): one call with the time left as the bound. Granted: it sleeps
+    // until the units are due, so concurrent waiters queue in the order they reserved instead of waking
+    // together and racing. Denied while the units will be due before the deadline (the limit's
+    // max_reserved holds the reservation back): it sleeps until a reservation could be admitted (plus a
+    // little jitter) and tries again with the time then left; denied when they will not (a check() tells,
+    // after such a denial): it returns the denial, whose retry_after is when a wait() with the same
+    // max_wait would succeed. A denied wait() has taken and written nothing. The returned allowed
+    // decision's retry_after is 0. The units count as consumed from the moment they are reserved, even if
+    // the thread is interrupted while sleeping. No in-transaction variant: sleeping inside a transaction
+    // would hold the key's row lock the whole time.
     [[nodiscard]] Decision wait(const std::string &key, const std::string &limit, std::chrono::milliseconds max_wait,
                                 double cost = 1);
 
