@@ -1,5 +1,7 @@
 #include "pg_ratelimit/errors.hpp"
 
+#include <utility>
+
 #include "exceeded_detail.hpp"
 #include "translate.hpp"
 
@@ -59,6 +61,9 @@ RateLimitExceeded::RateLimitExceeded(const std::string &server_text, const std::
         retry_after_ = detail->retry_after;
     }
 }
+
+InDoubt::InDoubt(std::string call, std::vector<LimitRequest> requests, const std::string &what)
+    : pqxx::in_doubt_error(what), call_(std::move(call)), requests_(std::move(requests)) {}
 
 namespace detail {
 

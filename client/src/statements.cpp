@@ -6,6 +6,7 @@
 #include <pqxx/result>
 
 #include "all_rows.hpp"
+#include "array_params.hpp"
 #include "decision_rows.hpp"
 #include "seconds_text.hpp"
 #include "translate.hpp"
@@ -16,6 +17,9 @@ namespace {
 const char *const STATEMENT_NAMES[CALL_COUNT] = {"pg_ratelimit_request", "pg_ratelimit_check",   "pg_ratelimit_refund",
                                                  "pg_ratelimit_reset",   "pg_ratelimit_enforce", "pg_ratelimit_settle",
                                                  "pg_ratelimit_reserve"};
+const char *const FUNCTION_NAMES[CALL_COUNT] = {"rate_limit_request", "rate_limit_check",   "rate_limit_refund",
+                                                "rate_limit_reset",   "rate_limit_enforce", "rate_limit_settle",
+                                                "rate_limit_reserve"};
 const char *const POLICY_STATEMENT_NAME = "pg_ratelimit_policy";
 const char *const MANY_STATEMENT_NAME = "pg_ratelimit_request_many";
 const char *const ALL_STATEMENT_NAME = "pg_ratelimit_request_all";
@@ -92,6 +96,8 @@ std::vector<Decision> execute_many(const BatchArgs &args, Exec &&exec) {
 
 }  // namespace
 
+const char *function_name(Call call) noexcept { return FUNCTION_NAMES[index(call)]; }
+
 Statements::Statements(const std::string &schema) {
     const std::string prefix = schema.empty() ? "" : quote_identifier(schema) + ".";
     sql_[index(Call::request)] =
@@ -119,6 +125,7 @@ Statements::Statements(const std::string &schema) {
         " p.time_zone FROM " +
         prefix + "rate_limit_config AS c, LATERAL " + prefix +
         "rate_limit_policy($2::text, c.name) AS p WHERE c.name = $1::text";
+    storage_sql_ = "SELECT c.name, c.storage FROM " + prefix + "rate_limit_config AS c WHERE c.name = ANY ($1::text[])";
 }
 
 void Statements::prepare_on(pqxx::connection_base &connection) const {
@@ -186,6 +193,20 @@ PolicyRead Statements::policy_prepared(pqxx::transaction_base &tx, const std::st
 PolicyRead Statements::policy_unprepared(pqxx::transaction_base &tx, const std::string &limit,
                                          const std::string &key) const {
     return to_policy(with_typed_errors([&] { return tx.exec_params(policy_sql_, limit, key); }));
+}
+
+bool Statements::table_storage(pqxx::transaction_base &tx, const std::vector<std::string> &limits) const {
+    const pqxx::result rows = with_typed_errors([&] { return tx.exec_params(storage_sql_, text_array_param(limits)); });
+    for (const std::string &limit : limits) {
+        bool table = false;
+        for (const pqxx::row &row : rows)
+            if (row[0].as<std::string>() == limit) {
+                const std::string storage = row[1].is_null() ? std::string{} : row[1].as<std::string>();
+                table = storage == "durable" || storage == "unlogged";
+            }
+        if (!table) return false;
+    }
+    return true;
 }
 
 }  // namespace pg_ratelimit::detail

@@ -11,7 +11,7 @@
 // - reservation.hpp  Reservation: consume now, cancel() to refund
 // - retry.hpp        run_transaction: retries a whole transaction on 40001 / 40P01
 // - decision.hpp     Decision and its HTTP fields (Retry-After, RateLimit, RateLimit-Policy)
-// - errors.hpp       InvalidArgument, UnknownLimit, ExtensionMissing, PoolTimeout
+// - errors.hpp       InvalidArgument, UnknownLimit, ExtensionMissing, RateLimitExceeded, InDoubt, PoolTimeout
 #pragma once
 
 #include "pg_ratelimit/all_decision.hpp"

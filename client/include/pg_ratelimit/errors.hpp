@@ -2,14 +2,18 @@
 //
 // Bad input is rejected by the server with a SQLSTATE; the client turns those into the types below so
 // callers can branch on the type (or on sqlstate()), never on message text. Every other failure
-// propagates unchanged as the libpqxx exception it is (pqxx::broken_connection, pqxx::in_doubt_error,
-// pqxx::serialization_failure once retries are exhausted, ...).
+// propagates unchanged as the libpqxx exception it is (pqxx::broken_connection, pqxx::serialization_failure
+// once retries are exhausted, ...), except a pooled call whose effect is in doubt: InDoubt (a
+// pqxx::in_doubt_error).
 #pragma once
 
 #include <chrono>
 #include <pqxx/except>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "pg_ratelimit/all_decision.hpp"
 
 namespace pg_ratelimit {
 
@@ -88,6 +92,42 @@ class RateLimitExceeded : public Error {
     std::string limit_;
     std::string key_;
     std::chrono::microseconds retry_after_{0};
+};
+
+// A pooled call (no transaction argument) lost its connection at a moment when its effect may already
+// have happened, so the Limiter did NOT run it again: running it again could apply it twice (take the units
+// twice, give them back twice). Whether it took effect is unknown; nothing the client can read tells it.
+// Thrown when:
+// - the connection broke during COMMIT (whatever the limit's storage);
+// - the connection broke after the call's statement was sent and before COMMIT, and one of its limits does
+//   not keep its state in a table: storage => 'memory', whose decisions take effect when the statement runs,
+//   whatever becomes of the transaction (or a limit whose storage the Limiter could not confirm afterwards:
+//   dropped meanwhile, or the server unreachable until the retries ran out).
+// Every other lost connection is retried as before, because nothing can have been applied: one broken before
+// the statement was sent (a dead pooled connection found by BEGIN), or after it when every limit of the call
+// is durable or unlogged (its transaction never committed, so the server rolled it back; the Limiter reads
+// the limits' storage from rate_limit_config on a new connection before running the call again).
+//
+// Derives from pqxx::in_doubt_error, libpqxx's own "may or may not have committed": code that catches that
+// catches this too, and nothing retries it (run_transaction, a Reservation's cancel() and settle(), which
+// count as done after it). What to do: treat the call as possibly applied (for a request: as consumed); if
+// the difference matters, look at the key (Limiter::check) rather than repeating the call. Calls inside the
+// caller's transaction never throw it (they never retry; see run_transaction for memory limits there).
+class InDoubt : public pqxx::in_doubt_error {
+  public:
+    InDoubt(std::string call, std::vector<LimitRequest> requests, const std::string &what);
+
+    // The server function the call ran: "rate_limit_request" (request, reserve), "rate_limit_reserve"
+    // (wait, reserve_within), "rate_limit_refund" (refund, Reservation::cancel), "rate_limit_settle",
+    // "rate_limit_enforce", "rate_limit_reset", "rate_limit_request_many" or "rate_limit_request_all".
+    [[nodiscard]] const std::string &call() const noexcept { return call_; }
+    // What it asked for: one (key, limit, cost) for a single-key call, one per key for request_many, the
+    // requests of request_all. cost is the call's cost argument (settle: the actual cost; reset: 0).
+    [[nodiscard]] const std::vector<LimitRequest> &requests() const noexcept { return requests_; }
+
+  private:
+    std::string call_;
+    std::vector<LimitRequest> requests_;
 };
 
 // A Limiter call found no free pooled connection within Options::acquire_timeout. Nothing was sent to
