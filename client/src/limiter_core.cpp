@@ -1,7 +1,10 @@
 #include "limiter_core.hpp"
 
 #include <pqxx/nontransaction>
+#include <string>
 #include <utility>
+
+#include "database_scope.hpp"
 
 namespace pg_ratelimit::detail {
 namespace {
@@ -41,7 +44,7 @@ Decision LimiterCore::pooled(Call call, const CallArgs &args) {
     run_pooled(described, [&](pqxx::transaction_base &tx) {
         decision = statements_.run_prepared(tx, call, args);
         if (!returns_nothing(call))
-            decision.policy = policies_.get(args.limit, args.key,
+            decision.policy = policies_.get(database_scope(tx.conn()), args.limit, args.key,
                                             [&] { return statements_.policy_prepared(tx, args.limit, args.key); });
     });
     return decision;
@@ -50,9 +53,10 @@ Decision LimiterCore::pooled(Call call, const CallArgs &args) {
 Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, const CallArgs &args) {
     Decision decision = statements_.run_unprepared(tx, call, args);
     // On a miss, the policy is read in the caller's transaction, the only connection this thread may
-    // use without waiting for the pool (a pooled connection could be busy behind a row lock tx holds).
+    // use without waiting for the pool (a pooled connection could be busy behind a row lock tx holds), and
+    // the only one on tx's database, which may not be the pool's: the cache keeps it apart (its scope).
     if (!returns_nothing(call))
-        decision.policy = policies_.get(args.limit, args.key,
+        decision.policy = policies_.get(database_scope(tx.conn()), args.limit, args.key,
                                         [&] { return statements_.policy_unprepared(tx, args.limit, args.key); });
     return decision;
 }
@@ -62,19 +66,23 @@ std::vector<Decision> LimiterCore::pooled_many(const BatchArgs &args) {
     std::vector<Decision> decisions;
     run_pooled(described, [&](pqxx::transaction_base &tx) {
         decisions = statements_.run_many_prepared(tx, args);
+        const std::string scope = database_scope(tx.conn());
         // Each key's own policy: one read for a limit without overrides, one per key not cached otherwise.
         for (std::size_t i = 0; i < decisions.size(); ++i)
-            decisions[i].policy = policies_.get(
-                args.limit, args.keys[i], [&] { return statements_.policy_prepared(tx, args.limit, args.keys[i]); });
+            decisions[i].policy = policies_.get(scope, args.limit, args.keys[i], [&] {
+                return statements_.policy_prepared(tx, args.limit, args.keys[i]);
+            });
     });
     return decisions;
 }
 
 std::vector<Decision> LimiterCore::in_transaction_many(pqxx::transaction_base &tx, const BatchArgs &args) {
     std::vector<Decision> decisions = statements_.run_many_unprepared(tx, args);
+    const std::string scope = database_scope(tx.conn());
     for (std::size_t i = 0; i < decisions.size(); ++i)
-        decisions[i].policy = policies_.get(
-            args.limit, args.keys[i], [&] { return statements_.policy_unprepared(tx, args.limit, args.keys[i]); });
+        decisions[i].policy = policies_.get(scope, args.limit, args.keys[i], [&] {
+            return statements_.policy_unprepared(tx, args.limit, args.keys[i]);
+        });
     return decisions;
 }
 
@@ -83,9 +91,10 @@ AllDecision LimiterCore::pooled_all(const AllArgs &args) {
     AllDecision all;
     run_pooled(described, [&](pqxx::transaction_base &tx) {
         all = statements_.run_all_prepared(tx, args);
+        const std::string scope = database_scope(tx.conn());
         for (std::size_t i = 0; i < all.decisions.size(); ++i) {
             const LimitRequest &request = args.requests[i];
-            all.decisions[i].policy = policies_.get(request.limit, request.key, [&] {
+            all.decisions[i].policy = policies_.get(scope, request.limit, request.key, [&] {
                 return statements_.policy_prepared(tx, request.limit, request.key);
             });
         }
@@ -95,10 +104,12 @@ AllDecision LimiterCore::pooled_all(const AllArgs &args) {
 
 AllDecision LimiterCore::in_transaction_all(pqxx::transaction_base &tx, const AllArgs &args) {
     AllDecision all = statements_.run_all_unprepared(tx, args);
+    const std::string scope = database_scope(tx.conn());
     for (std::size_t i = 0; i < all.decisions.size(); ++i) {
         const LimitRequest &request = args.requests[i];
-        all.decisions[i].policy = policies_.get(
-            request.limit, request.key, [&] { return statements_.policy_unprepared(tx, request.limit, request.key); });
+        all.decisions[i].policy = policies_.get(scope, request.limit, request.key, [&] {
+            return statements_.policy_unprepared(tx, request.limit, request.key);
+        });
     }
     return all;
 }

@@ -39,7 +39,9 @@ struct Options {
     // reads a limit's row the first time a call on that limit succeeds, and again after this long, in
     // the same transaction as that call. So a redefined limit shows in decisions within policy_ttl
     // (allowed, remaining and the other figures come from the server on every call and are never
-    // stale). 0 reads the row on every call.
+    // stale). 0 reads the row on every call. Kept per database the calls run in (host, port and database
+    // name of the connection: the pool's, or the caller's transaction's), so a Limiter serving a database
+    // per tenant gives each decision its own database's policy.
     std::chrono::milliseconds policy_ttl{30000};
     // Per-key tiers (rate_limit_override): a limit with overrides has a policy per key, read per key and
     // kept for policy_ttl like a limit's, for at most this many keys per Limiter (beyond, the expired ones
