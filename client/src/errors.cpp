@@ -25,7 +25,7 @@ std::string extension_hint(const std::string &sqlstate) {
         return "Options::schema names a schema that does not exist in this database: set it to the schema "
                "pg_ratelimit was created in " +
                find_schema + ", or leave it empty to find the extension through the search_path.";
-    const std::string text =
+    std::string text =
         "pg_ratelimit is not installed in this database, or not where the client looks for it: run "
         "CREATE EXTENSION pg_ratelimit in this database, or set Options::schema to the schema it was "
         "created in " +

@@ -87,7 +87,7 @@ std::string conninfo_for_database(const std::string &name) {
 }
 
 std::string create_database(const std::string &stem, const std::string &version) {
-    const std::string name = "client_" + stem + "_" + unique_suffix();
+    std::string name = "client_" + stem + "_" + unique_suffix();
     {
         auto conn = connect();
         pqxx::nontransaction tx{*conn};  // CREATE DATABASE cannot run inside a transaction block

@@ -161,7 +161,7 @@ TEST_F(WaitTest, DefaultGrantsSufficeAndDeniedWaitersLeaveNothingBehind) {
                     return app.wait(key, limit, milliseconds{1500}).allowed;
                 } catch (const std::exception &error) {
                     const std::lock_guard<std::mutex> guard(errors_mutex);
-                    errors.push_back(error.what());
+                    errors.emplace_back(error.what());
                     return false;
                 }
             }));
