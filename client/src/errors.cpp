@@ -1,5 +1,7 @@
 #include "pg_ratelimit/errors.hpp"
 
+#include <utility>
+
 #include "exceeded_detail.hpp"
 #include "translate.hpp"
 
@@ -23,10 +25,16 @@ std::string extension_hint(const std::string &sqlstate) {
         return "Options::schema names a schema that does not exist in this database: set it to the schema "
                "pg_ratelimit was created in " +
                find_schema + ", or leave it empty to find the extension through the search_path.";
-    return "pg_ratelimit is not installed in this database, or not where the client looks for it: run "
-           "CREATE EXTENSION pg_ratelimit in this database, or set Options::schema to the schema it was "
-           "created in " +
-           find_schema + " if that schema is not on the connection's search_path.";
+    std::string text =
+        "pg_ratelimit is not installed in this database, or not where the client looks for it: run "
+        "CREATE EXTENSION pg_ratelimit in this database, or set Options::schema to the schema it was "
+        "created in " +
+        find_schema + " if that schema is not on the connection's search_path.";
+    if (sqlstate != "42883") return text;
+    // A function of a later version than the one installed (rate_limit_reserve came with 0.2.0).
+    return text +
+           " If it is installed there, it may be older than this call needs (Limiter::wait and "
+           "reserve_within need 0.2.0): run ALTER EXTENSION pg_ratelimit UPDATE.";
 }
 
 // The server's text ends with a newline; the hint follows as a line of its own.
@@ -53,6 +61,9 @@ RateLimitExceeded::RateLimitExceeded(const std::string &server_text, const std::
         retry_after_ = detail->retry_after;
     }
 }
+
+InDoubt::InDoubt(std::string call, std::vector<LimitRequest> requests, const std::string &what)
+    : pqxx::in_doubt_error(what), call_(std::move(call)), requests_(std::move(requests)) {}
 
 namespace detail {
 

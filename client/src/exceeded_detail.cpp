@@ -1,6 +1,7 @@
 #include "exceeded_detail.hpp"
 
 #include <cstdint>
+#include <limits>
 
 namespace pg_ratelimit::detail {
 namespace {
@@ -72,21 +73,30 @@ class Reader {
         return false;  // unterminated
     }
 
-    // Seconds written as <digits>.<six digits>: exactly, in microseconds, whatever the locale.
+    // Seconds written as <digits>.<six digits>: exactly, in microseconds, whatever the locale. The server
+    // reports at most MAX_DURATION (extension/core/limit.hpp), 3162240000000.000000 s: 13 digits, which
+    // still fit microseconds (int64) with room to spare. A larger value, which no server sends, saturates
+    // at microseconds::max() instead of being refused: key() and limit() then survive, and a caller that
+    // honours retry_after backs off for good rather than retrying an exhausted key in a loop.
     bool seconds(std::chrono::microseconds *out) {
-        std::int64_t whole = 0;
+        constexpr auto MAX = static_cast<std::uint64_t>(std::numeric_limits<std::chrono::microseconds::rep>::max());
+        constexpr std::uint64_t MICROS_PER_SECOND = 1000000;
+        std::uint64_t whole = 0;  // stops growing once past MAX / 10^6: saturated then, whatever follows
         int digits = 0;
         while (at_ < text_.size() && text_[at_] >= '0' && text_[at_] <= '9') {
-            if (++digits > 12) return false;  // beyond any retry_after the server reports
-            whole = whole * 10 + (text_[at_++] - '0');
+            ++digits;
+            const auto digit = static_cast<std::uint64_t>(text_[at_++] - '0');
+            if (whole <= MAX / MICROS_PER_SECOND) whole = whole * 10 + digit;
         }
         if (digits == 0 || !consume('.')) return false;
-        std::int64_t fraction = 0;
+        std::uint64_t fraction = 0;
         for (int i = 0; i < 6; ++i) {
             if (at_ >= text_.size() || text_[at_] < '0' || text_[at_] > '9') return false;
-            fraction = fraction * 10 + (text_[at_++] - '0');
+            fraction = fraction * 10 + static_cast<std::uint64_t>(text_[at_++] - '0');
         }
-        *out = std::chrono::microseconds{whole * 1000000 + fraction};
+        const std::uint64_t micros =
+            whole > (MAX - fraction) / MICROS_PER_SECOND ? MAX : whole * MICROS_PER_SECOND + fraction;
+        *out = std::chrono::microseconds{static_cast<std::chrono::microseconds::rep>(micros)};
         return true;
     }
 

@@ -11,6 +11,7 @@
 #include "pg_ratelimit/limiter.hpp"
 #include "policy_cache.hpp"
 #include "pool.hpp"
+#include "pooled_call.hpp"
 #include "retry_loop.hpp"
 #include "statements.hpp"
 
@@ -42,8 +43,9 @@ class LimiterCore {
 
   private:
     // Runs body in a transaction of its own on a pooled connection, retried per options().retry:
-    // autocommit when the call is idempotent, else an explicit transaction committed after body.
-    void run_pooled(bool idempotent_call, const std::function<void(pqxx::transaction_base &)> &body);
+    // autocommit when the call is read-only, else an explicit transaction committed after body, run again
+    // after a lost connection only when it cannot have taken effect (InDoubt otherwise: run_pooled.cpp).
+    void run_pooled(const PooledCall &call, const std::function<void(pqxx::transaction_base &)> &body);
 
     const Options options_;
     const Statements statements_;

@@ -1,10 +1,14 @@
 // The limits' definitions (Decision::policy), cached per Limiter so that a call sends the rate_limit_*
 // function alone instead of reading the limit every time.
 //
+// Per database: a limit is a row of one database's rate_limit_config, and one Limiter may serve several
+// databases (a database per tenant, through the in-transaction calls), where one name may have other
+// numbers. Every entry belongs to a scope, the database the call ran in (database_scope.hpp).
+//
 // Per-key tiers: a key with an override (rate_limit_override) has numbers of its own. The read
 // (rate_limit_policy) returns the key's numbers and whether its limit has any override at all. A limit
 // without overrides is cached per name, one entry whatever the number of keys, as before; the keys of a
-// limit with overrides are cached per (limit, key), in a bounded map.
+// limit with overrides are cached per (scope, limit, key), in a bounded map.
 #pragma once
 
 #include <algorithm>
@@ -43,13 +47,15 @@ class PolicyCache {
     PolicyCache(const PolicyCache &) = delete;
     PolicyCache &operator=(const PolicyCache &) = delete;
 
-    // The policy of `key` under `limit`. Calls fetch() when the limit is not cached yet or its entry has
-    // expired, or when the limit has overrides and the key's entry is missing or expired; while one thread
-    // refreshes an expired limit entry, the others get the previous value at once rather than all reading
-    // the same row. An exception from fetch() propagates and leaves the cache as it was.
-    std::optional<Policy> get(const std::string &limit, const std::string &key, const Fetch &fetch);
+    // The policy of `key` under `limit` in the database `scope` (database_scope(): fetch() must read that
+    // database). Calls fetch() when the limit is not cached yet for the scope or its entry has expired, or
+    // when the limit has overrides and the key's entry is missing or expired; while one thread refreshes an
+    // expired limit entry, the others get the previous value at once rather than all reading the same row.
+    // An exception from fetch() propagates and leaves the cache as it was.
+    std::optional<Policy> get(const std::string &scope, const std::string &limit, const std::string &key,
+                              const Fetch &fetch);
 
-    // (limit, key) entries held (for tests).
+    // (scope, limit, key) entries held (for tests).
     std::size_t key_entries();
 
   private:
@@ -72,8 +78,9 @@ class PolicyCache {
     const std::chrono::milliseconds ttl_;
     const std::size_t max_keys_;
     std::mutex mutex_;
-    std::unordered_map<std::string, Entry> entries_;  // by limit; guarded by mutex_
-    std::unordered_map<std::string, KeyEntry> keys_;  // by limit '\0' key (neither holds NUL); guarded by mutex_
+    // By scope '\0' limit, and scope '\0' limit '\0' key (none of them holds NUL); guarded by mutex_.
+    std::unordered_map<std::string, Entry> entries_;
+    std::unordered_map<std::string, KeyEntry> keys_;
 };
 
 }  // namespace pg_ratelimit::detail

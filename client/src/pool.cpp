@@ -17,6 +17,15 @@ Pool::Pool(std::string conninfo, std::size_t size, std::chrono::milliseconds acq
 
 std::unique_ptr<pqxx::connection> Pool::open() {
     auto connection = std::make_unique<pqxx::connection>(conninfo_);
+    // libpqxx 6.4 quietly opens a new session when a broken connection is used again (the ROLLBACK of the
+    // failed transaction does it, as would the next statement): without the setup below (the isolation
+    // level), and a statement could then run outside the transaction the caller began, committing at once.
+    // A pooled connection that broke is dropped instead, and a new one opened with the full setup; so a
+    // call that lost its connection knows exactly which of its statements reached which session.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    connection->inhibit_reactivation(true);  // deprecated in 6.4, but the only switch there is
+#pragma GCC diagnostic pop
     if (setup_) setup_(*connection);
     return connection;
 }

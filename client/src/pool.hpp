@@ -3,7 +3,7 @@
 // A libpqxx connection (and every transaction on it) may be used by one thread at a time, so each
 // Limiter call leases a whole connection for the duration of its transaction. Connections are opened
 // lazily up to the size; a connection found closed when its lease ends is dropped and a new one is
-// opened when needed.
+// opened when needed (libpqxx's own silent reconnection is switched off on them: pool.cpp).
 #pragma once
 
 #include <chrono>

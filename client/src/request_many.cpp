@@ -23,6 +23,7 @@ std::optional<detail::BatchArgs> batch_args(const std::vector<std::string> &keys
     if (keys.empty()) return std::nullopt;
     detail::BatchArgs args{keys, limit, detail::text_array_param(keys)};
     if (costs != nullptr) args.costs_param = detail::float8_array_param(*costs);
+    args.costs = costs;
     return args;
 }
 

@@ -15,6 +15,7 @@ struct RetryCounters {
     std::atomic<std::uint64_t> deadlocks{0};
     std::atomic<std::uint64_t> connections_lost{0};
     std::atomic<std::uint64_t> exhausted{0};
+    std::atomic<std::uint64_t> in_doubt{0};  // counted by the pooled calls (run_pooled.cpp)
 };
 
 // Runs attempt() until it returns. It is run again, after a jittered back-off, when it throws

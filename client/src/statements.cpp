@@ -6,6 +6,7 @@
 #include <pqxx/result>
 
 #include "all_rows.hpp"
+#include "array_params.hpp"
 #include "decision_rows.hpp"
 #include "seconds_text.hpp"
 #include "translate.hpp"
@@ -14,7 +15,11 @@ namespace pg_ratelimit::detail {
 namespace {
 
 const char *const STATEMENT_NAMES[CALL_COUNT] = {"pg_ratelimit_request", "pg_ratelimit_check",   "pg_ratelimit_refund",
-                                                 "pg_ratelimit_reset",   "pg_ratelimit_enforce", "pg_ratelimit_settle"};
+                                                 "pg_ratelimit_reset",   "pg_ratelimit_enforce", "pg_ratelimit_settle",
+                                                 "pg_ratelimit_reserve"};
+const char *const FUNCTION_NAMES[CALL_COUNT] = {"rate_limit_request", "rate_limit_check",   "rate_limit_refund",
+                                                "rate_limit_reset",   "rate_limit_enforce", "rate_limit_settle",
+                                                "rate_limit_reserve"};
 const char *const POLICY_STATEMENT_NAME = "pg_ratelimit_policy";
 const char *const MANY_STATEMENT_NAME = "pg_ratelimit_request_many";
 const char *const ALL_STATEMENT_NAME = "pg_ratelimit_request_all";
@@ -69,6 +74,9 @@ pqxx::result execute(Call call, const CallArgs &args, Exec &&exec) {
                 return exec(args.key, args.limit, args.cost);
             case Call::settle:
                 return exec(args.key, args.limit, args.cost, args.actual);
+            case Call::reserve:
+                if (args.max_wait) return exec(args.key, args.limit, args.cost, *args.max_wait);
+                return exec(args.key, args.limit, args.cost, nullptr);
             case Call::reset:
                 break;
         }
@@ -88,6 +96,8 @@ std::vector<Decision> execute_many(const BatchArgs &args, Exec &&exec) {
 
 }  // namespace
 
+const char *function_name(Call call) noexcept { return FUNCTION_NAMES[index(call)]; }
+
 Statements::Statements(const std::string &schema) {
     const std::string prefix = schema.empty() ? "" : quote_identifier(schema) + ".";
     sql_[index(Call::request)] =
@@ -97,6 +107,9 @@ Statements::Statements(const std::string &schema) {
     sql_[index(Call::reset)] = "SELECT " + prefix + "rate_limit_reset($1::text, $2::text)";
     sql_[index(Call::enforce)] = "SELECT " + prefix + "rate_limit_enforce($1::text, $2::text, $3::float8)";
     sql_[index(Call::settle)] = decision_sql(prefix, "rate_limit_settle($1::text, $2::text, $3::float8, $4::float8)");
+    // max_wait travels as microseconds (int8, exact), NULL for no bound.
+    sql_[index(Call::reserve)] =
+        decision_sql(prefix, "rate_limit_reserve($1::text, $2::text, $3::float8, $4::int8 * interval '1 microsecond')");
     // The same columns as a single call's, after the row's key and position (decision_rows.hpp).
     many_sql_ =
         "SELECT r.key, r.\"position\", r.allowed, r.remaining, extract(epoch FROM r.retry_after),"
@@ -112,6 +125,7 @@ Statements::Statements(const std::string &schema) {
         " p.time_zone FROM " +
         prefix + "rate_limit_config AS c, LATERAL " + prefix +
         "rate_limit_policy($2::text, c.name) AS p WHERE c.name = $1::text";
+    storage_sql_ = "SELECT c.name, c.storage FROM " + prefix + "rate_limit_config AS c WHERE c.name = ANY ($1::text[])";
 }
 
 void Statements::prepare_on(pqxx::connection_base &connection) const {
@@ -123,7 +137,8 @@ void Statements::prepare_on(pqxx::connection_base &connection) const {
         }
         // Like the batch statement below: declared only, prepared on first use, so that a connection costs
         // no round trip for them and a schema of wrappers without them still serves the other calls.
-        for (const Call call : {Call::enforce, Call::settle})
+        // rate_limit_reserve (0.2.0) too: a Limiter on an older installation still serves every other call.
+        for (const Call call : {Call::enforce, Call::settle, Call::reserve})
             connection.prepare(STATEMENT_NAMES[index(call)], sql_[index(call)]);
         connection.prepare(POLICY_STATEMENT_NAME, policy_sql_);
         connection.prepare_now(POLICY_STATEMENT_NAME);
@@ -178,6 +193,20 @@ PolicyRead Statements::policy_prepared(pqxx::transaction_base &tx, const std::st
 PolicyRead Statements::policy_unprepared(pqxx::transaction_base &tx, const std::string &limit,
                                          const std::string &key) const {
     return to_policy(with_typed_errors([&] { return tx.exec_params(policy_sql_, limit, key); }));
+}
+
+bool Statements::table_storage(pqxx::transaction_base &tx, const std::vector<std::string> &limits) const {
+    const pqxx::result rows = with_typed_errors([&] { return tx.exec_params(storage_sql_, text_array_param(limits)); });
+    for (const std::string &limit : limits) {
+        bool table = false;
+        for (const pqxx::row &row : rows)
+            if (row[0].as<std::string>() == limit) {
+                const std::string storage = row[1].is_null() ? std::string{} : row[1].as<std::string>();
+                table = storage == "durable" || storage == "unlogged";
+            }
+        if (!table) return false;
+    }
+    return true;
 }
 
 }  // namespace pg_ratelimit::detail

@@ -3,6 +3,7 @@
 // interval text, whose format depends on the session's IntervalStyle.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <pqxx/binarystring>
 #include <pqxx/connection_base>
@@ -17,9 +18,9 @@
 namespace pg_ratelimit::detail {
 
 // enforce: rate_limit_enforce (no decision: a denial is RateLimitExceeded); settle: rate_limit_settle
-// (cost = reserved, actual = actual).
-enum class Call { request, check, refund, reset, enforce, settle };
-inline constexpr int CALL_COUNT = 6;
+// (cost = reserved, actual = actual); reserve: rate_limit_reserve (a reservation due within max_wait).
+enum class Call { request, check, refund, reset, enforce, settle, reserve };
+inline constexpr int CALL_COUNT = 7;
 
 struct CallArgs {
     const std::string &key;
@@ -27,6 +28,8 @@ struct CallArgs {
     double cost = 1;
     bool reserve = false;  // request only
     double actual = 0;     // settle only
+    // reserve only: the bound in microseconds (from 0); none: no bound (NULL).
+    std::optional<std::int64_t> max_wait{};
 };
 
 // A batch (rate_limit_request_many): the keys and the limit as given, and the parameters encoded once
@@ -36,6 +39,7 @@ struct BatchArgs {
     const std::string &limit;
     pqxx::binarystring keys_param;
     std::optional<pqxx::binarystring> costs_param{};
+    const std::vector<double> *costs = nullptr;  // as given (for InDoubt::requests()); null: every key costs 1
 };
 
 // rate_limit_request_all's call: the requests as given, and the three array parameters encoded once for
@@ -47,9 +51,13 @@ struct AllArgs {
     pqxx::binarystring costs_param;
 };
 
-// check and reset change nothing, or nothing more when repeated: they may run in autocommit mode and
-// be retried after a lost connection without any risk of applying twice.
-constexpr bool idempotent(Call call) noexcept { return call == Call::check || call == Call::reset; }
+// check writes nothing: it may run in autocommit mode and be retried after any lost connection. Every other
+// call changes a key (reset too: run twice, it would also erase what others consumed in between), so it runs
+// in an explicit transaction and is retried only when it cannot have taken effect (run_pooled.cpp).
+constexpr bool read_only(Call call) noexcept { return call == Call::check; }
+
+// The server function a call runs (for InDoubt::call()).
+const char *function_name(Call call) noexcept;
 
 // Calls that return no decision row.
 constexpr bool returns_nothing(Call call) noexcept { return call == Call::reset || call == Call::enforce; }
@@ -88,11 +96,18 @@ class Statements {
     PolicyRead policy_prepared(pqxx::transaction_base &tx, const std::string &limit, const std::string &key) const;
     PolicyRead policy_unprepared(pqxx::transaction_base &tx, const std::string &limit, const std::string &key) const;
 
+    // Whether every one of limits keeps its keys' state in a table (storage durable or unlogged, as tx sees
+    // rate_limit_config now), so that a transaction which never committed has left no trace of a call on
+    // them. False when one is memory, absent (dropped) or of a storage this client does not know. A
+    // one-off statement: it only runs after a lost connection.
+    bool table_storage(pqxx::transaction_base &tx, const std::vector<std::string> &limits) const;
+
   private:
     std::string sql_[CALL_COUNT];  // by Call
     std::string many_sql_;
     std::string all_sql_;
     std::string policy_sql_;
+    std::string storage_sql_;
 };
 
 }  // namespace pg_ratelimit::detail

@@ -50,6 +50,21 @@ TEST_F(EnforceSettleTest, EnforceConsumesThenThrowsTyped) {
     EXPECT_EQ(remaining(), 0);  // the denial consumed nothing
 }
 
+// The longest retry_after the server reports (MAX_DURATION, 3162240000000 s: a lifetime quota of one unit
+// at the least rate over the longest period) arrives whole: 13 digits, with the limit and the key.
+TEST_F(EnforceSettleTest, EnforceReportsTheLongestRetryAfter) {
+    const std::string lifetime = test_support::define_limit("lifetime", 1e-9, "36600 days", 1);
+    limiter->enforce(key, lifetime);
+    try {
+        limiter->enforce(key, lifetime);
+        FAIL() << "expected RateLimitExceeded";
+    } catch (const pr::RateLimitExceeded &e) {
+        EXPECT_EQ(e.retry_after().count(), 3162240000000000000);  // microseconds
+        EXPECT_EQ(e.limit(), lifetime);
+        EXPECT_EQ(e.key(), key);
+    }
+}
+
 TEST_F(EnforceSettleTest, EnforceDenialRollsBackTheTransaction) {
     auto conn = test_support::connect();
     {

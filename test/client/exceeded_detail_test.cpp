@@ -1,7 +1,10 @@
 // Reading rate_limit_enforce's DETAIL (SQLSTATE RL001) back, and RateLimitExceeded built from it.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <pg_ratelimit/errors.hpp>
+#include <string>
 
 #include "exceeded_detail.hpp"
 
@@ -38,6 +41,52 @@ TEST(ExceededDetail, TranslatedLabelAndNoHint) {
     EXPECT_EQ(detail->retry_after, microseconds{1});
 }
 
+namespace {
+
+// A DETAIL as the server writes it, with retry_after's text as given.
+std::string detail_with(const std::string &retry_after) {
+    return "ERROR:  rate limit \"q\" exceeded for key \"k\"\nDETAIL:  {\"limit\":\"q\",\"key\":\"k\","
+           "\"retry_after\":" +
+           retry_after + "}\nHINT:  Try again in " + retry_after + " seconds.\n";
+}
+
+// retry_after in microseconds, as a number (gtest prints a duration as its bytes).
+std::int64_t retry_after_of(const std::string &retry_after) {
+    const auto detail = parse_exceeded_detail(detail_with(retry_after));
+    if (!detail.has_value()) {
+        ADD_FAILURE() << "refused retry_after " << retry_after;
+        return -1;
+    }
+    EXPECT_EQ(detail->limit, "q");
+    EXPECT_EQ(detail->key, "k");
+    return detail->retry_after.count();
+}
+
+}  // namespace
+
+// Every retry_after the server can send, up to its MAX_DURATION (extension/core/limit.hpp: 100 * 366 days
+// * 1000 = 3162240000000 s, 13 digits, a lifetime quota's), exactly.
+TEST(ExceededDetail, ReadsEveryRetryAfterTheServerCanSend) {
+    EXPECT_EQ(retry_after_of("0.000000"), 0);
+    EXPECT_EQ(retry_after_of("0.000001"), 1);
+    EXPECT_EQ(retry_after_of("999999999999.999999"), 999999999999999999);  // 12 digits
+    EXPECT_EQ(retry_after_of("1000000000000.000000"), 1000000000000000000);
+    EXPECT_EQ(retry_after_of("3162240000000.000000"), 3162240000000000000);  // MAX_DURATION
+    EXPECT_EQ(retry_after_of("3162239999999.999999"), 3162239999999999999);
+}
+
+// Beyond what microseconds can hold (no server sends it): saturated, never wrapped, never refused.
+TEST(ExceededDetail, SaturatesBeyondMicroseconds) {
+    constexpr std::int64_t max = std::numeric_limits<std::int64_t>::max();
+    EXPECT_EQ(retry_after_of("9223372036854.775807"), max);  // exactly the largest
+    EXPECT_EQ(retry_after_of("9223372036854.775806"), max - 1);
+    EXPECT_EQ(retry_after_of("9223372036854.775808"), max);
+    EXPECT_EQ(retry_after_of("9223372036855.000000"), max);
+    EXPECT_EQ(retry_after_of("18446744073709551616.000000"), max);  // past uint64 too
+    EXPECT_EQ(retry_after_of("99999999999999999999999999999999.999999"), max);
+    EXPECT_EQ(retry_after_of("0000000000000000000000003.000001"), 3000001);  // leading zeros
+}
+
 TEST(ExceededDetail, RefusesAnythingElse) {
     EXPECT_FALSE(parse_exceeded_detail("").has_value());
     EXPECT_FALSE(parse_exceeded_detail("ERROR:  no detail\n").has_value());
@@ -48,6 +97,14 @@ TEST(ExceededDetail, RefusesAnythingElse) {
     EXPECT_FALSE(parse_exceeded_detail("E\nD: {\"limit\":\"a\",\"key\":\"k\",\"retry_after\":1.5}\n").has_value());
     EXPECT_FALSE(
         parse_exceeded_detail("E\nD: {\"limit\":\"a\",\"key\":\"k\",\"retry_after\":-1.000000}\n").has_value());
+    // Long values are not malformed ones: still digits, a point and exactly six digits.
+    EXPECT_FALSE(parse_exceeded_detail(detail_with("3162240000000")).has_value());
+    EXPECT_FALSE(parse_exceeded_detail(detail_with("3162240000000.00000")).has_value());
+    EXPECT_FALSE(parse_exceeded_detail(detail_with("3162240000000.0000000")).has_value());
+    EXPECT_FALSE(parse_exceeded_detail(detail_with("3.16224e12")).has_value());
+    EXPECT_FALSE(parse_exceeded_detail(detail_with(".000001")).has_value());
+    EXPECT_FALSE(parse_exceeded_detail(detail_with("31622400000x0.000000")).has_value());
+    EXPECT_FALSE(parse_exceeded_detail(detail_with("\"3162240000000.000000\"")).has_value());
     EXPECT_FALSE(
         parse_exceeded_detail("E\nD: {\"limit\":\"a\",\"key\":\"k\",\"retry_after\":1.000000} x\n").has_value());
     EXPECT_FALSE(
@@ -68,4 +125,12 @@ TEST(ExceededDetail, RateLimitExceededCarriesIt) {
     EXPECT_EQ(error.limit(), "api");
     EXPECT_EQ(error.key(), "k");
     EXPECT_EQ(error.retry_after(), std::chrono::seconds{20});
+}
+
+// A lifetime quota's denial: the 13-digit retry_after no longer loses the limit and the key with it.
+TEST(ExceededDetail, RateLimitExceededCarriesTheLongestRetryAfter) {
+    const pg_ratelimit::RateLimitExceeded error(detail_with("3162240000000.000000"), "SELECT", "RL001");
+    EXPECT_EQ(error.limit(), "q");
+    EXPECT_EQ(error.key(), "k");
+    EXPECT_EQ(error.retry_after().count(), 3162240000000000000);
 }

@@ -196,6 +196,10 @@ TEST_F(RetryTest, DeadlockIsRetried) {
         pr::run_transaction(
             *conn, pr::isolation::read_committed,
             [&](pqxx::work &tx) {
+                // The deadlock is found after deadlock_timeout (1 s by default); the extension's own bound on
+                // waiting for a key (pg_ratelimit.lock_wait, 1 s by default: 55P03, not retried) must not
+                // strike first.
+                tx.exec("SET LOCAL deadlock_timeout = '100ms'");
                 EXPECT_TRUE(limiter->request(tx, first, limit).allowed);
                 if (first_attempt) first_locks_held.arrive_and_wait();
                 first_attempt = false;

@@ -81,6 +81,31 @@ bool wait_for_lock_wait(const std::string &application_name) {
     return false;
 }
 
+std::string conninfo_for_database(const std::string &name) {
+    const std::string base = conninfo();
+    return (base.empty() ? "" : base + " ") + "dbname=" + name;  // later keywords win
+}
+
+std::string create_database(const std::string &stem, const std::string &version) {
+    std::string name = "client_" + stem + "_" + unique_suffix();
+    {
+        auto conn = connect();
+        pqxx::nontransaction tx{*conn};  // CREATE DATABASE cannot run inside a transaction block
+        tx.exec("CREATE DATABASE " + tx.quote_name(name));
+    }
+    pqxx::connection conn{conninfo_for_database(name)};
+    pqxx::work tx{conn};
+    tx.exec("CREATE EXTENSION pg_ratelimit" + (version.empty() ? std::string{} : " VERSION " + tx.quote(version)));
+    tx.commit();
+    return name;
+}
+
+void drop_database(const std::string &name) {
+    auto conn = connect();
+    pqxx::nontransaction tx{*conn};
+    tx.exec("DROP DATABASE IF EXISTS " + tx.quote_name(name) + " WITH (FORCE)");
+}
+
 void ServerTest::SetUp() {
     try {
         auto conn = connect();

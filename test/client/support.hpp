@@ -66,6 +66,14 @@ std::int64_t units_left(pg_ratelimit::Limiter &limiter, const std::string &key, 
 // Waits (up to 10 s) until a backend with this application_name waits for a lock; false on timeout.
 bool wait_for_lock_wait(const std::string &application_name);
 
+// A new database on the test server named after stem (unique per run), with CREATE EXTENSION pg_ratelimit
+// in it (at `version` when given, else the default version); returns its name. Drop it with drop_database.
+std::string create_database(const std::string &stem, const std::string &version = "");
+void drop_database(const std::string &name);
+
+// conninfo() for another database of the test server.
+std::string conninfo_for_database(const std::string &name);
+
 // Base fixture: fails (never skips) when no server is reachable, and installs the extension if needed.
 class ServerTest : public ::testing::Test {
   protected:

@@ -6,12 +6,12 @@
 //   auto d = limiter.request("user1", "send_message");
 //   if (!d.allowed) return too_many_requests(d.headers());
 //
-// - limiter.hpp      Limiter: request / request_many / check / refund / reset / reserve / wait, pooled or in a
-//                    transaction
+// - limiter.hpp      Limiter: request / request_many / check / refund / reset / reserve / reserve_within /
+//                    wait, pooled or in a transaction
 // - reservation.hpp  Reservation: consume now, cancel() to refund
 // - retry.hpp        run_transaction: retries a whole transaction on 40001 / 40P01
 // - decision.hpp     Decision and its HTTP fields (Retry-After, RateLimit, RateLimit-Policy)
-// - errors.hpp       InvalidArgument, UnknownLimit, ExtensionMissing, PoolTimeout
+// - errors.hpp       InvalidArgument, UnknownLimit, ExtensionMissing, RateLimitExceeded, InDoubt, PoolTimeout
 #pragma once
 
 #include "pg_ratelimit/all_decision.hpp"

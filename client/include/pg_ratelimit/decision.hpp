@@ -11,7 +11,10 @@ namespace pg_ratelimit {
 
 // A named limit's definition as it applies to the key (the key's override of its rate and capacity, if it
 // has one: rate_limit_override), as read by the Limiter at most Options::policy_ttl (30 s by default)
-// before the decision: cached per Limiter and limit name, and per key for limits with overrides.
+// before the decision: cached per Limiter, database and limit name, and per key for limits with overrides.
+// The database is the one the call ran in (the pool's, or the caller's transaction's: one Limiter may serve
+// a database per tenant, where one limit name has other numbers), told apart by the server address and
+// database name libpq reports for the connection.
 struct Policy {
     double rate = 0;                      // units added per period
     std::chrono::microseconds period{0};  // refill period (token bucket, GCRA) or window length (windows)

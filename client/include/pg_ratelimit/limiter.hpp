@@ -39,7 +39,9 @@ struct Options {
     // reads a limit's row the first time a call on that limit succeeds, and again after this long, in
     // the same transaction as that call. So a redefined limit shows in decisions within policy_ttl
     // (allowed, remaining and the other figures come from the server on every call and are never
-    // stale). 0 reads the row on every call.
+    // stale). 0 reads the row on every call. Kept per database the calls run in (host, port and database
+    // name of the connection: the pool's, or the caller's transaction's), so a Limiter serving a database
+    // per tenant gives each decision its own database's policy.
     std::chrono::milliseconds policy_ttl{30000};
     // Per-key tiers (rate_limit_override): a limit with overrides has a policy per key, read per key and
     // kept for policy_ttl like a limit's, for at most this many keys per Limiter (beyond, the expired ones
@@ -55,6 +57,7 @@ struct RetryStats {
     std::uint64_t deadlocks = 0;               // 40P01 seen
     std::uint64_t connections_lost = 0;        // lost connections seen; the next attempt used a new one
     std::uint64_t exhausted = 0;               // calls that gave up and threw after the last attempt
+    std::uint64_t in_doubt = 0;                // calls that threw InDoubt (their effect may have happened)
 };
 
 // Thread-safe: any number of threads may call any member at once (the pool hands each call its own
@@ -63,11 +66,15 @@ struct RetryStats {
 //
 // Two kinds of calls:
 // - Pooled (no transaction argument): one short transaction of their own on a pooled connection,
-//   committed before returning, retried on 40001/40P01 and on a lost connection per Options::retry.
-//   request() and refund() run in an explicit transaction, so a connection lost before COMMIT is
-//   retried safely and one lost during COMMIT throws pqxx::in_doubt_error (never retried: the units
-//   may or may not have been consumed). check() and reset() are idempotent and run as one autocommit
-//   statement.
+//   committed before returning, retried on 40001/40P01 (the server rolled the attempt back) per
+//   Options::retry. A lost connection is retried only when the call cannot have taken effect: it broke
+//   before the call's statement was sent (a pooled connection whose backend died while idle, found by
+//   BEGIN), or before COMMIT while every limit of the call keeps its state in a table (durable or
+//   unlogged: the uncommitted transaction rolled back; the Limiter reads the limits' storage on a new
+//   connection before running the call again). Otherwise the call throws InDoubt (errors.hpp) and is
+//   never run twice: when the connection broke during COMMIT, or after the statement was sent to a limit
+//   with storage => 'memory', whose decisions take effect when the statement runs, whatever becomes of
+//   the transaction. check() writes nothing: one autocommit statement, retried after any lost connection.
 // - In-transaction (first argument pqxx::transaction_base &tx): one statement inside the caller's
 //   transaction (any libpqxx transaction type, on any connection: not one of the pool's), so the rate
 //   limit commits or rolls back with the caller's own writes. They NEVER retry (that must wrap the
@@ -81,8 +88,16 @@ struct RetryStats {
 // Every call throws: InvalidArgument or UnknownLimit for bad input (with the server's SQLSTATE and
 // message); ExtensionMissing when pg_ratelimit is not found (for the in-transaction calls: in tx's
 // database); pqxx::broken_connection, pqxx::serialization_failure or pqxx::deadlock_detected when the
-// pooled retries are exhausted (in-transaction: at once); pqxx::in_doubt_error as said above; PoolTimeout
-// when no pooled connection became free in time; other pqxx exceptions unchanged.
+// pooled retries are exhausted (in-transaction: at once); InDoubt (a pqxx::in_doubt_error) as said above,
+// also when the retries run out (or PoolTimeout strikes) while a lost statement's effect is still unsettled;
+// PoolTimeout when no pooled connection became free in time; other pqxx exceptions unchanged.
+//
+// Memory limits inside run_transaction: run_transaction runs the whole function again after 40001, 40P01
+// or a lost connection, and a memory limit's decision does not roll back with the failed attempt, so a
+// call on one inside the function is applied once per attempt (a request consumes again, a refund gives
+// back again). Use durable or unlogged storage for limits called inside transactions that may be retried,
+// or call a memory limit outside the function (a pooled call before or after it; its InDoubt rule then
+// applies), not inside it.
 class Limiter {
   public:
     // conninfo: a libpq connection string ("" uses the PG* environment variables). Opens the first
@@ -177,17 +192,35 @@ class Limiter {
                                       const std::string &limit = "default", double cost = 1,
                                       ReserveMode mode = ReserveMode::immediate);
 
+    // A reservation bounded in time (rate_limit_reserve; needs the extension at 0.2.0 or later, else
+    // ExtensionMissing): takes cost units only if they are due within max_wait, within the limit's
+    // max_reserved. Allowed: the units are taken, and retry_after (at most max_wait) is how long to wait
+    // before doing the work. Denied: NOTHING was taken or written, and retry_after is how long until a
+    // reservation with the same max_wait would be granted if nobody else takes units meanwhile. So a
+    // caller that gives up has nothing to give back (no grant on rate_limit_refund needed). For callers
+    // that schedule the work themselves (an event loop); wait() is this plus the sleeping. max_wait of 0:
+    // only units available now (a request); of 100,000 years or more: no bound; negative: InvalidArgument.
+    [[nodiscard]] Decision reserve_within(const std::string &key, const std::string &limit,
+                                          std::chrono::milliseconds max_wait, double cost = 1);
+    [[nodiscard]] Decision reserve_within(pqxx::transaction_base &tx, const std::string &key, const std::string &limit,
+                                          std::chrono::milliseconds max_wait, double cost = 1);
+
     // Throttling instead of rejecting: returns an allowed decision once the units are consumed, blocking
     // the calling thread for up to max_wait; returns a denial as soon as the request cannot succeed
     // within max_wait (at once, without writing anything, when the first answer already says so).
     //
-    // When the units are not available now but will be within max_wait, wait() reserves them at once
-    // (reserve => true, within the limit's max_reserved) and then sleeps until they are due, so
-    // concurrent waiters queue in order instead of waking together and racing. If max_reserved leaves
-    // no room, it sleeps until retry_after (plus a little jitter) and tries again while max_wait lasts.
-    // The returned decision's retry_after is 0. The units count as consumed from the moment they are
-    // reserved, even if the thread is interrupted while sleeping. No in-transaction variant: sleeping
-    // inside a transaction would hold the key's row lock the whole time.
+    // Built on reserve_within (so it needs the extension at 0.2.0, and no privilege beyond the default
+    // grants: it never gives units back): one call with the time left as the bound. Granted: it sleeps
+    // until the units are due, so concurrent waiters queue in the order they reserved instead of waking
+    // together and racing. Denied while the units will be due before the deadline (the limit's
+    // max_reserved holds the reservation back): it sleeps until a reservation could be admitted (plus a
+    // little jitter) and tries again with the time then left; denied when they will not (a check() tells,
+    // after such a denial): it returns the denial, whose retry_after is when a wait() with the same
+    // max_wait would succeed. A denied wait() has taken and written nothing. The returned allowed
+    // decision's retry_after is 0. The units count as consumed from the moment they are reserved, even if
+    // the thread is interrupted while sleeping. Throws as the pooled calls (InDoubt when its reservation's
+    // effect is in doubt). No in-transaction variant: sleeping inside a transaction would hold the key's
+    // row lock the whole time.
     [[nodiscard]] Decision wait(const std::string &key, const std::string &limit, std::chrono::milliseconds max_wait,
                                 double cost = 1);
 

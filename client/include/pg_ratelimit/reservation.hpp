@@ -62,8 +62,9 @@ class [[nodiscard]] Reservation {
     // already cancelled, moved from). Thread-safe with respect to other Limiter calls.
     // Throws: std::logic_error if in_transaction(); pg_ratelimit::Error (e.g. UnknownLimit if the limit
     // was dropped meanwhile) and the pqxx exceptions of Limiter calls, after which the reservation is
-    // still uncancelled and cancel() may be called again, except pqxx::in_doubt_error: the refund may
-    // have committed, so the reservation counts as cancelled (a second refund could mint units).
+    // still uncancelled and cancel() may be called again, except InDoubt (a pqxx::in_doubt_error): the
+    // refund may have taken effect (its COMMIT was lost, or its connection broke after a memory limit's
+    // refund ran), so the reservation counts as cancelled (a second refund could mint units).
     bool cancel();
 
     // Refunds the reserved units inside tx (does not retry: run it under run_transaction). The
@@ -80,7 +81,8 @@ class [[nodiscard]] Reservation {
     // (cancel() returns false; settle() throws std::logic_error, as it does for a reservation that is not
     // ok(), cancelled or moved from). actual: 0, or between 1e-9 and 1e12 (InvalidArgument otherwise).
     // Needs EXECUTE on rate_limit_settle (not granted to PUBLIC, like rate_limit_refund). The pooled form
-    // retries like cancel() and throws std::logic_error if in_transaction(); settle(tx) runs inside tx.
+    // retries like cancel() (after InDoubt the reservation counts as settled) and throws std::logic_error
+    // if in_transaction(); settle(tx) runs inside tx.
     Decision settle(double actual);
     Decision settle(pqxx::transaction_base &tx, double actual);
     [[nodiscard]] bool settled() const noexcept { return settled_; }

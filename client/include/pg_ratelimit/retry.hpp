@@ -82,6 +82,13 @@ void run_transaction(pqxx::connection_base &conn, isolation level, const RetryPo
 //   idempotent), and let exceptions from the database escape it, since swallowing one leaves an
 //   aborted transaction behind. The in-transaction Limiter calls (limiter.request(tx, ...)) are meant
 //   to be called from fn; they never retry on their own.
+// - Limits with storage => 'memory' are such a side effect: their decisions take effect when the
+//   statement runs and do not roll back with a failed attempt, so a memory-limit call inside fn is
+//   applied again on every attempt (after 40001, 40P01 or a lost connection: each request consumes, each
+//   refund gives back, once more). Call limits that fn uses with durable or unlogged storage (they roll
+//   back with the attempt), or make a memory-limit call outside fn: once before run_transaction (a pooled
+//   Limiter call, which never applies twice: InDoubt instead), and give the units back (refund) if the
+//   transaction finally fails, if that matters.
 // - Throws, unchanged: any exception fn throws other than the retried ones (not retried, fn ran once);
 //   pqxx::in_doubt_error when the connection broke during COMMIT (whether it committed is unknown, so
 //   it is never retried); the last 40001/40P01/broken_connection once the policy is exhausted.

@@ -1,0 +1,15 @@
+#include "database_scope.hpp"
+
+namespace pg_ratelimit::detail {
+
+std::string database_scope(pqxx::connection_base &connection) {
+    const auto part = [](const char *text) { return std::string(text != nullptr ? text : ""); };
+    std::string scope = part(connection.hostname());
+    scope.push_back('\0');
+    scope += part(connection.port());
+    scope.push_back('\0');
+    scope += part(connection.dbname());
+    return scope;
+}
+
+}  // namespace pg_ratelimit::detail
