@@ -175,6 +175,10 @@ for path in direct sql; do
         env ACCESS_PATH=$path "$ROOT/test/cleanup_bounded.sh"
 done
 
+# An upgrade in place from the previous release (a worktree of its commit), then ALTER EXTENSION UPDATE.
+run_suite "upgrade in place from release 0.1.0 (ALTER EXTENSION UPDATE, memory save file)" count_cases \
+    "$ROOT/test/upgrade.sh"
+
 # The pg_regress and isolation suites again, with the extension built with ASan + UBSan and loaded in
 # real backends (clusters of its own; `test/sanitized_backend.sh valgrind` runs memcheck instead, slower).
 run_suite "pg_regress + isolation, extension under ASan + UBSan (both paths)" count_cases \
