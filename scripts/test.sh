@@ -159,6 +159,11 @@ for path in direct sql; do
     run_suite "server tests under ASan + UBSan ($path path)" count_ctest \
         ctest --test-dir "$ROOT/build-asan" -L server --no-tests=error --output-on-failure
     run_suite "pg_dump / pg_restore ($path path)" count_cases "$ROOT/test/dump_restore.sh"
+    # The script for servers you already run, against this one, so that it cannot rot.
+    if [ "$path" = direct ]; then
+        run_suite "an existing server: scripts/test-existing.sh (regress, isolation, hammer, client)" count_cases \
+            "$ROOT/scripts/test-existing.sh" "host=$CLUSTER_DIR port=5432 user=postgres dbname=postgres"
+    fi
     stop_cluster
     # These start clusters of their own.
     run_suite "crash recovery: kill -9 under load, amcheck ($path path)" count_cases \
