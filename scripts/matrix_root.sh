@@ -4,7 +4,7 @@
 # and kept between runs in a cache outside the clone (PG_RATELIMIT_ROOTS, default
 # /var/cache/pg_ratelimit/roots), reused when complete. No Docker daemon is needed: the roots are entered
 # with chroot, with /proc, /sys, /dev, /dev/pts and /dev/shm mounted while a command runs (always
-# unmounted after). Needs root (sudo is used when the caller is not).
+# gone after, in a mount namespace of their own). Needs root (sudo is used when the caller is not).
 #
 #   scripts/matrix_root.sh path VERSION        the root's directory
 #   scripts/matrix_root.sh make VERSION        makes it unless it is complete (a stamp file says so)
@@ -33,34 +33,22 @@ suite_of() {
 
 root_dir() { echo "$ROOTS/pg$1"; }
 
-mounted_points=()
-unmount_all() {
-    local i
-    for ((i = ${#mounted_points[@]} - 1; i >= 0; i--)); do as_root umount -l "${mounted_points[$i]}" 2>/dev/null || true; done
-    mounted_points=()
-}
-mount_into() {  # mount_into ROOT: /proc, /sys, /dev, /dev/pts, /dev/shm, and the clone at /src
-    local root=$1 point
-    for point in proc sys dev dev/pts dev/shm; do
-        as_root mkdir -p "$root/$point"
-        as_root mount --bind "/$point" "$root/$point"
-        mounted_points+=("$root/$point")
-    done
-    as_root mkdir -p "$root/src"
-    as_root mount --bind "$ROOT" "$root/src"
-    mounted_points+=("$root/src")
-}
-
-in_root() {  # in_root ROOT CMD: bash -c CMD inside, mounts around it
-    local root=$1 status=0
+# in_root ROOT CMD: bash -c CMD inside ROOT, with /proc, /sys, /dev, /dev/pts, /dev/shm and the clone (at
+# /src) mounted in a mount namespace of the command's own: nobody else sees them, two commands in one root
+# never disturb each other's, and they go when the command ends, however it ends.
+in_root() {
+    local root=$1
     shift
-    trap unmount_all EXIT
-    mount_into "$root"
-    as_root chroot "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 \
-        bash -c "$*" || status=$?
-    unmount_all
-    trap - EXIT
-    return $status
+    # shellcheck disable=SC2016
+    as_root unshare --mount --propagation private /bin/bash -c '
+        set -e
+        root=$1 src=$2
+        shift 2
+        for point in proc sys dev dev/pts dev/shm; do mkdir -p "$root/$point"; mount --bind "/$point" "$root/$point"; done
+        mkdir -p "$root/src"
+        mount --bind "$src" "$root/src"
+        exec chroot "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root LANG=C.UTF-8 \
+            bash -c "$*"' in_root "$root" "$ROOT" "$@"
 }
 
 make_root() {

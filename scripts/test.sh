@@ -96,6 +96,10 @@ run_matrix() {
             run_suite "pg_regress ($path path)" count_pg_regress in_matrix_root "$version" regress "$path"
             run_suite "isolation tests ($path path)" count_pg_regress in_matrix_root "$version" isolation "$path"
         done
+        if [ -f "$ROOT/build/matrix-dump/dump" ]; then
+            run_suite "pg_dump of PostgreSQL 15 restored into $version (limits, overrides, keys)" count_cases \
+                in_matrix_root "$version" restore /src/build/matrix-dump
+        fi
     done
     SUITE_VERSION=15
 }
@@ -159,8 +163,11 @@ for path in direct sql; do
     run_suite "server tests under ASan + UBSan ($path path)" count_ctest \
         ctest --test-dir "$ROOT/build-asan" -L server --no-tests=error --output-on-failure
     run_suite "pg_dump / pg_restore ($path path)" count_cases "$ROOT/test/dump_restore.sh"
-    # The script for servers you already run, against this one, so that it cannot rot.
+    # The script for servers you already run, against this one, so that it cannot rot; and a dump of this
+    # major version for the matrix to restore into the others.
     if [ "$path" = direct ]; then
+        run_suite "pg_dump of PostgreSQL 15 for the version matrix to restore" count_cases \
+            "$ROOT/test/dump_restore.sh" dump "$ROOT/build/matrix-dump"
         run_suite "an existing server: scripts/test-existing.sh (regress, isolation, hammer, client)" count_cases \
             "$ROOT/scripts/test-existing.sh" "host=$CLUSTER_DIR port=5432 user=postgres dbname=postgres"
     fi

@@ -3,14 +3,25 @@
 # (which collides with the row CREATE EXTENSION inserts), a limit in use, a sharded one, and overrides of
 # 'default' and of another limit (the restored backends decide with them). Needs a server through the libpq
 # environment (scripts/test.sh provides one). Exits non-zero on any difference.
+#   test/dump_restore.sh              dump and restore on this server
+#   test/dump_restore.sh dump DIR     fill and dump here (DIR/dump, DIR/before): for another major version
+#   test/dump_restore.sh restore DIR  restore DIR/dump here (a newer PostgreSQL: the version matrix) and
+#                                     compare with DIR/before
 set -euo pipefail
+mode=${1:-both}
+shared=${2:-}
 work=$(mktemp -d)
 drop_databases() { dropdb --if-exists rl_dump_source 2>/dev/null; dropdb --if-exists rl_dump_target 2>/dev/null; }
 trap 'rm -rf "$work"; drop_databases' EXIT
-
 drop_databases
-createdb rl_dump_source
-psql -q -X -v ON_ERROR_STOP=1 -d rl_dump_source >/dev/null <<'SQL'
+if [ "$mode" = restore ]; then
+    cp "$shared/dump" "$shared/before" "$work/"
+    server_version=$(psql -X -At -c 'SHOW server_version_num')
+    echo "restoring a dump of PostgreSQL $(cat "$shared/version") into PostgreSQL $server_version"
+fi
+
+[ "$mode" = restore ] || createdb rl_dump_source
+[ "$mode" = restore ] || psql -q -X -v ON_ERROR_STOP=1 -d rl_dump_source >/dev/null <<'SQL'
 CREATE EXTENSION pg_ratelimit;
 SET pg_ratelimit.fake_now = '2026-01-01 00:00:00+00';
 SELECT rate_limit_define('default', rate => 7, period => '1 second', capacity => 9);
@@ -50,8 +61,18 @@ SELECT 'decision', allowed, remaining FROM rate_limit_check('user1', 'hot');
 SQL
 }
 
-snapshot rl_dump_source >"$work/before"
-pg_dump -Fc -d rl_dump_source -f "$work/dump"
+if [ "$mode" != restore ]; then
+    snapshot rl_dump_source >"$work/before"
+    pg_dump -Fc -d rl_dump_source -f "$work/dump"
+fi
+if [ "$mode" = dump ]; then
+    mkdir -p "$shared"
+    cp "$work/dump" "$work/before" "$shared/"
+    psql -X -At -c 'SHOW server_version_num' >"$shared/version"
+    echo "dump_restore: dumped $(grep -c '^config' "$work/before") limits and $(grep -c '^state' "$work/before") keys to $shared"
+    echo "cases: 1"
+    exit 0
+fi
 createdb rl_dump_target
 pg_restore --exit-on-error -d rl_dump_target "$work/dump"
 snapshot rl_dump_target >"$work/after"
