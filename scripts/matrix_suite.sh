@@ -5,6 +5,7 @@
 #   scripts/matrix_suite.sh build                   the extension (PGXS) and the CMake tree
 #   scripts/matrix_suite.sh regress PATH            pg_regress on access path PATH (direct or sql)
 #   scripts/matrix_suite.sh isolation PATH          the isolation suite on PATH
+#   scripts/matrix_suite.sh pg_upgrade              test/pg_upgrade.sh (old and new clusters of this version)
 #   scripts/matrix_suite.sh restore DIR             a pg_dump of PostgreSQL 15 (test/dump_restore.sh dump DIR,
 #                                                   on the host) restored here and compared
 set -euo pipefail
@@ -25,10 +26,13 @@ case "${1:-}" in
             make -C "$ROOT" -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= || { cat "$ROOT/output_iso/regression.diffs"; exit 1; }
         fi
         ;;
+    pg_upgrade)
+        "$ROOT/test/pg_upgrade.sh"
+        ;;
     restore)
         build_and_install_extension >/dev/null 2>&1 || build_and_install_extension
         start_cluster -c shared_preload_libraries=pg_ratelimit
         "$ROOT/test/dump_restore.sh" restore "${2:?dump directory}"
         ;;
-    *) die "usage: $0 build | regress PATH | isolation PATH | restore DIR" ;;
+    *) die "usage: $0 build | regress PATH | isolation PATH | pg_upgrade | restore DIR" ;;
 esac

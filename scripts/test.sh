@@ -96,6 +96,7 @@ run_matrix() {
             run_suite "pg_regress ($path path)" count_pg_regress in_matrix_root "$version" regress "$path"
             run_suite "isolation tests ($path path)" count_pg_regress in_matrix_root "$version" isolation "$path"
         done
+        run_suite "pg_upgrade with the memory save file carried over" count_cases in_matrix_root "$version" pg_upgrade
         if [ -f "$ROOT/build/matrix-dump/dump" ]; then
             run_suite "pg_dump of PostgreSQL 15 restored into $version (limits, overrides, keys)" count_cases \
                 in_matrix_root "$version" restore /src/build/matrix-dump
@@ -186,6 +187,9 @@ for path in direct sql; do
     run_suite "bounded cleanup: 1,000,000 keys, loop and pg_cron, sizes bounded ($path path)" count_cases \
         env ACCESS_PATH=$path "$ROOT/test/cleanup_bounded.sh"
 done
+
+# pg_upgrade of a cluster using the extension (same major version: Debian has no two in one release).
+run_suite "pg_upgrade with the memory save file carried over" count_cases "$ROOT/test/pg_upgrade.sh"
 
 # An upgrade in place from the previous release (a worktree of its commit), then ALTER EXTENSION UPDATE.
 run_suite "upgrade in place from release 0.1.0 (ALTER EXTENSION UPDATE, memory save file)" count_cases \
