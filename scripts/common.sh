@@ -22,6 +22,8 @@ export PG_CONFIG=$PG_BIN/pg_config
 PACKAGES=(build-essential cmake pkg-config git
           "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR"
           libpqxx-dev libgtest-dev libgmock-dev)
+# PL/Proxy, for the partitioned setups (scripts/cluster.sh), on the host's PostgreSQL only.
+[ "$PG_MAJOR" = 15 ] && PACKAGES+=(postgresql-15-plproxy)
 
 log() { printf '\033[1m== %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

@@ -188,6 +188,10 @@ for path in direct sql; do
         env ACCESS_PATH=$path "$ROOT/test/cleanup_bounded.sh"
 done
 
+# Past one machine: PL/Proxy partitions (scripts/cluster.sh with 2 and 4 partitions).
+run_suite "scale-out through PL/Proxy: 2 and 4 partitions (exactness, placement, failures)" count_cases \
+    "$ROOT/test/scale_out/proxy_test.sh"
+
 # pg_upgrade of a cluster using the extension (same major version: Debian has no two in one release).
 run_suite "pg_upgrade with the memory save file carried over" count_cases "$ROOT/test/pg_upgrade.sh"
 
