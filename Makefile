@@ -38,6 +38,7 @@ OBJS = \
 	extension/catalog/override_triggers.o \
 	extension/catalog/table_checks.o \
 	extension/catalog/time_zones.o \
+	extension/catalog/written_limits.o \
 	extension/state/access_direct.o \
 	extension/state/access_memory.o \
 	extension/state/access_sql.o \
@@ -48,6 +49,7 @@ OBJS = \
 	extension/state/settle.o \
 	extension/state/state_access.o \
 	extension/state/state_relations.o \
+	extension/state/stored_keys.o \
 	extension/leases/lease_slots.o \
 	extension/leases/session_leases.o \
 	extension/stats/stats.o \

@@ -125,4 +125,21 @@ void extension_sql_run(const char *query, int nargs, Oid *types, Datum *values, 
     if (rc != expected_rc) elog(ERROR, "pg_ratelimit: \"%s\" failed: %s", query, SPI_result_code_string(rc));
 }
 
+uint64 extension_plan_run_seeing_all(SPIPlanPtr plan, Datum *values, const char *nulls, int expected_rc) {
+    const int rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(), InvalidSnapshot, false, false, 0);
+    if (rc != expected_rc)
+        elog(ERROR, "pg_ratelimit: a statement on rate limit keys failed: %s", SPI_result_code_string(rc));
+    return SPI_processed;
+}
+
+uint64 extension_sql_run_seeing_all(const char *query, int nargs, Oid *types, Datum *values, const char *nulls,
+                                    int expected_rc) {
+    SPIPlanPtr plan = SPI_prepare(query, nargs, types);
+    if (plan == nullptr)
+        elog(ERROR, "pg_ratelimit: SPI_prepare failed (%s): %s", SPI_result_code_string(SPI_result), query);
+    const uint64 processed = extension_plan_run_seeing_all(plan, values, nulls, expected_rc);
+    SPI_freeplan(plan);
+    return processed;
+}
+
 }  // namespace pg_ratelimit

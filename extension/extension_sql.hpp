@@ -71,6 +71,15 @@ SPIPlanPtr extension_statement(Statement statement, StateTable table = StateTabl
 void extension_sql_run(const char *query, int nargs, Oid *types, Datum *values, const char *nulls, bool read_only,
                        int expected_rc);
 
+// A statement of a change of definitions (rate_limit_define, _drop, _override) on the state tables, run
+// with a snapshot taken now instead of the transaction's: the change first waits for the transactions that
+// hold the limit's rows, and must then see and write every row they wrote, at REPEATABLE READ and
+// SERIALIZABLE too, whose transaction snapshot is older than the wait. Raises if SPI does not return
+// expected_rc; returns SPI_processed.
+uint64 extension_sql_run_seeing_all(const char *query, int nargs, Oid *types, Datum *values, const char *nulls,
+                                    int expected_rc);
+uint64 extension_plan_run_seeing_all(SPIPlanPtr plan, Datum *values, const char *nulls, int expected_rc);
+
 // Whether this server is YugabyteDB: its statements differ here, and the caches of the catalog wing read
 // every time there (told when the access path is set up: state/state_access.cpp).
 bool server_is_yugabytedb();

@@ -26,9 +26,4 @@ void lock_limit_for_change(const text *name) {
     with_bounded_lock_waits(WaitFor{name, nullptr}, [&] { (void)lock_limit(name, ExclusiveLock); });
 }
 
-bool lock_limit_for_writing(const text *name) {
-    const LOCKTAG tag = limit_tag(name);
-    return LockAcquire(&tag, RowShareLock, false, false) == LOCKACQUIRE_OK;
-}
-
 }  // namespace pg_ratelimit

@@ -3,17 +3,16 @@
 //
 // Every change to a row of rate_limit_config (rate_limit_define, rate_limit_drop, or direct DML, through
 // the table's BEFORE ROW trigger) and every rate_limit_override takes the limit's lock in ExclusiveLock
-// mode; cleanup takes it in ShareLock mode before it reads the definition; a call that may write a table
-// limit's keys takes it in RowShareLock mode before it decides (limit_kind.hpp: rate_limit_for_writing).
-// All hold it until their transaction ends. So:
+// mode; cleanup takes it in ShareLock mode before it reads the definition; a transaction that decided keys
+// of a table limit takes it in RowShareLock when it commits, to check that the definition it decided under
+// is still in force (written_limits.hpp). All hold it until their transaction ends. So:
 // - cleanup judges a key full with the definition that stays current while it deletes, and a redefinition
 //   or drop waits for the cleanup of that limit to commit (and the reverse);
-// - a redefinition waits for the transactions that wrote the limit's keys to end, and then sees every
-//   row they wrote (a key's first row too, which an uncommitted insert would have hidden from it), so it
-//   rewrites them all; a call that comes after it waits for it to commit and decides under the new
-//   definition (having taken the lock, it accepts the invalidation the redefinition sent before releasing
-//   it). No key is ever written under one definition and read under another.
-// Writers do not conflict with each other, nor with cleanup. Waits are bounded (lock_waits.hpp).
+// - a change and a committing writer take turns: either the writer commits first, and the change (which
+//   reads with a snapshot taken after its lock) sees and rewrites its rows, or the change commits first,
+//   and the writer, which then sees it, fails with 40001 and is retried under the new definition.
+// Writers do not conflict with each other, nor with cleanup; they hold the lock only while they commit, so
+// a session left idle in a transaction holds up no change. Waits are bounded (lock_waits.hpp).
 //
 // It is an advisory lock of the database (pg_locks: locktype 'advisory', objsubid 21068 ('RL'), classid
 // and objid a 64-bit hash of the name), distinct from the 1 and 2 that pg_advisory_lock functions use;
@@ -33,9 +32,5 @@ bool lock_limit(const text *name, LOCKMODE mode, bool wait = true);
 // ExclusiveLock for a change of the limit (its row in rate_limit_config, or an override), waiting as
 // lock_waits.hpp bounds it.
 void lock_limit_for_change(const text *name);
-
-// RowShareLock for a call that may write the limit's keys; true if this transaction did not hold it yet
-// (the caller then accepts pending invalidations and reads the definition again).
-bool lock_limit_for_writing(const text *name);
 
 }  // namespace pg_ratelimit

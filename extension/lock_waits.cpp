@@ -47,14 +47,23 @@ bool report_lock_wait_expired(const ErrorData *, const WaitFor &what) {
                  errhint("Such a transaction is usually idle in transaction (pg_stat_activity); "
                          "idle_in_transaction_session_timeout ends them. Limits with storage 'memory' hold no key "
                          "across transactions.")));
+    if (what.any_key)
+        ereport(ERROR, (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+                        errmsg("a key of rate limit \"%s\" is held by another transaction", limit),
+                        errdetail("The change waited %d ms (pg_ratelimit.lock_wait) for a transaction that requested "
+                                  "one of the limit's keys and has not ended; requests on the limit were not held up.",
+                                  bound_in_force),
+                        errhint("Such a transaction is usually idle in transaction (pg_stat_activity); "
+                                "idle_in_transaction_session_timeout ends them. Or wait longer: SET "
+                                "pg_ratelimit.lock_wait for this session.")));
     ereport(ERROR,
             (errcode(ERRCODE_LOCK_NOT_AVAILABLE), errmsg("rate limit \"%s\" is held by another transaction", limit),
              errdetail("The call waited %d ms (pg_ratelimit.lock_wait) for a transaction that is redefining, "
-                       "dropping or overriding the limit, or, for such a change, for transactions that "
-                       "wrote the limit's keys and have not ended.",
+                       "dropping or overriding the limit (or, for such a change, for a transaction committing keys "
+                       "of the limit, or prepared after writing some).",
                        bound_in_force),
-             errhint("Find it in pg_locks (advisory locks with objsubid 21068) and pg_stat_activity; "
-                     "idle_in_transaction_session_timeout ends idle ones.")));
+             errhint("Find it in pg_locks (advisory locks with objsubid 21068), pg_stat_activity and "
+                     "pg_prepared_xacts.")));
     pg_unreachable();
 }
 

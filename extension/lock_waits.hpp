@@ -21,7 +21,8 @@ void lock_waits_init();
 // What a bounded wait was for, for the error's message.
 struct WaitFor {
     const text *limit_name;
-    const text *key;  // nullptr: the limit's lock
+    const text *key;       // nullptr: the limit's lock, or (any_key) whichever of its keys is held
+    bool any_key = false;  // a change of the limit waiting for the rows of its keys
 };
 
 // PostgreSQL's lock timeout while `fn` runs: the shorter of lock_timeout and pg_ratelimit.lock_wait (0 in
@@ -51,6 +52,14 @@ void with_bounded_lock_waits(const WaitFor &what, const Fn &fn) {
     }
     PG_END_TRY();
     lock_waits_end(previous);
+}
+
+// with_bounded_lock_waits for a function that returns a value (trivially copyable).
+template <typename Fn>
+auto with_bounded_lock_waits_returning(const WaitFor &what, const Fn &fn) {
+    decltype(fn()) result{};
+    with_bounded_lock_waits(what, [&] { result = fn(); });
+    return result;
 }
 
 }  // namespace pg_ratelimit

@@ -22,6 +22,7 @@
 #include "catalog/limit_cache.hpp"
 #include "catalog/limit_kind.hpp"
 #include "catalog/table_checks.hpp"
+#include "catalog/written_limits.hpp"
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
 #include "limit_lock.hpp"
@@ -149,8 +150,9 @@ void forget_memory_state(const TriggerData *trigger, HeapTuple old_row, HeapTupl
         return;
     }
     const TupleDesc desc = RelationGetDescr(trigger->tg_relation);
-    if (limit_row_complete(new_row, desc, 2))
-        memory_state_refresh_at_commit(name_of(trigger, new_row), limit_from_row(new_row, desc, 2));
+    if (limit_row_complete(old_row, desc, 2) && limit_row_complete(new_row, desc, 2))
+        memory_state_refresh_at_commit(name_of(trigger, new_row), limit_from_row(old_row, desc, 2),
+                                       limit_from_row(new_row, desc, 2));
 }
 
 // A concurrency limit keeps its kind and its period (limit_kind.hpp), whoever writes the row: an UPDATE by
@@ -177,7 +179,12 @@ Datum config_row_body(FunctionCallInfo fcinfo) {
                                                          : nullptr;
     // NULL names are left for the table's NOT NULL constraint to refuse.
     for (HeapTuple row : {old_row, new_row})
-        if (row != nullptr && name_of(trigger, row) != nullptr) lock_limit_for_change(name_of(trigger, row));
+        if (row != nullptr && name_of(trigger, row) != nullptr) {
+            lock_limit_for_change(name_of(trigger, row));
+            // This transaction's own keys of the limit are read under the new row as they are, like every
+            // other key (an UPDATE by hand keeps the numbers): nothing to check of them at commit.
+            forget_written_limit(name_of(trigger, row));
+        }
     forget_memory_state(trigger, old_row, new_row);
     // A row no call could use is refused here, with the error rate_limit_define gives (an unknown time zone,
     // a calendar period of months and days, a start with a calendar...: what the table's CHECKs cannot

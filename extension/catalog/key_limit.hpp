@@ -2,11 +2,10 @@
 // (42704 if there is none, 42809 for a concurrency limit: limit_kind.hpp), with the key's override
 // applied if it has one (override_cache.hpp).
 //
-// A call that may write the key's state (KeyUse::write: every rate function but check and policy) first
-// takes, for a table limit, the limit's lock in RowShareLock until its transaction ends (limit_lock.hpp,
-// a bounded wait: lock_waits.hpp): the definition returned is then the one current under that lock, which
-// no redefinition or override can change before the transaction ends. Memory limits (and a standby, where
-// nothing is written) take no lock: a memory call decides under the definition it read when it began.
+// A call that may write the key's state (KeyUse::write: every rate function but check and policy) notes, for
+// a table limit, what it decides under, which the transaction checks again when it commits
+// (written_limits.hpp: a change of the limit committed meanwhile fails the commit with 40001). Memory
+// limits are not transactional: a memory call decides under the definition it read when it began.
 #pragma once
 
 #include "call_context.hpp"
@@ -23,7 +22,12 @@ core::Limit named_rate_limit(const CallContext &context, const text *name, KeyUs
 
 // The limit `key` is decided under.
 core::Limit limit_for_key(const CallContext &context, const text *name, const text *key, KeyUse use);
-// The same for a key of a limit already read with named_rate_limit.
-core::Limit limit_for_key(const CallContext &context, const core::Limit &named, const text *name, const text *key);
+// The same for a key of a limit already read with named_rate_limit (with the same use).
+core::Limit limit_for_key(const CallContext &context, const core::Limit &named, const text *name, const text *key,
+                          KeyUse use);
+
+// limit_for_key with both caches emptied first: the definition and the key's override as the latest
+// snapshot sees them, for a call that met state made under a definition it has not seen yet.
+core::Limit fresh_limit_for_key(const CallContext &context, const text *name, const text *key, KeyUse use);
 
 }  // namespace pg_ratelimit

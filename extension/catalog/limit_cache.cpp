@@ -107,6 +107,8 @@ core::Limit limit_from_row(HeapTuple row, TupleDesc desc, int first_column) {
 
 void limit_cache_init() { CacheRegisterRelcacheCallback(on_relcache_invalidation, 0); }
 
+void limit_cache_reset() { drop_cache(); }
+
 void require_limit_name_length(const text *name) {
     const int size = VARSIZE_ANY_EXHDR(name);
     if (size > MAX_LIMIT_NAME_BYTES)

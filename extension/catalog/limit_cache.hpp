@@ -16,6 +16,8 @@ namespace pg_ratelimit {
 inline constexpr int MAX_LIMIT_NAME_BYTES = 128;
 
 void limit_cache_init();
+// Empties this backend's cache: the next lookups read the table again.
+void limit_cache_reset();
 
 // The limit named `name` of the extension in `schema`; ERROR 42704 if there is none, 22001 if the name
 // is longer than any limit's can be. A cache hit runs no SQL; a miss reads rate_limit_config through SPI

@@ -222,6 +222,10 @@ core::Limit effective_limit(const CallContext &context, const core::Limit &limit
     return effective;
 }
 
+uint64 override_invalidations() { return invalidations; }
+
+void override_cache_reset() { drop_cache(); }
+
 bool limit_has_overrides(const CallContext &context, const text *limit_name) {
     if (server_is_yugabytedb()) {
         int token = 0;

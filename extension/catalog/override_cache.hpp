@@ -25,12 +25,17 @@
 namespace pg_ratelimit {
 
 void override_cache_init();
+// Empties this backend's cache: the next lookups read the table again.
+void override_cache_reset();
 
 // The limit `limit` (named limit_name) for `key`: the limit itself, or the key's override applied to it
 // (validated: ERROR 22023 naming the key if a row written by hand makes an invalid limit). *overridden,
 // if given, tells which.
 core::Limit effective_limit(const CallContext &context, const core::Limit &limit, const text *limit_name,
                             const text *key, bool *overridden = nullptr);
+
+// How many times rate_limit_override's changes have reached this backend (invalidations of its cache).
+uint64 override_invalidations();
 
 // Whether the limit has any override (rate_limit_policy, for the client's policy cache).
 bool limit_has_overrides(const CallContext &context, const text *limit_name);

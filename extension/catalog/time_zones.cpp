@@ -66,7 +66,12 @@ const core::TimeZone *time_zone_named(const char *name) {
     }
     bool found = false;
     auto *entry = static_cast<ZoneEntry *>(hash_search(zones, &tz, HASH_ENTER, &found));
-    if (!found) entry->zone = core::TimeZone{offset_at, utc_of_local, tz};
+    if (!found) {
+        const char *canonical = pg_get_timezone_name(tz);
+        entry->zone = core::TimeZone{offset_at, utc_of_local, tz};
+        entry->zone.id = hash_bytes_extended(reinterpret_cast<const unsigned char *>(canonical),
+                                             static_cast<int>(strlen(canonical)), 0);
+    }
     return &entry->zone;
 }
 

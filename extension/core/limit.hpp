@@ -50,6 +50,9 @@ struct TimeZone {
     // The UTC instant of a local time (see the header comment for times a transition skips or repeats).
     Micros (*utc_of_local)(const TimeZone &zone, Micros local) noexcept;
     const void *data;  // the glue's zone
+    // A hash of the zone's name (the glue's): the same zone in every process, for fingerprints
+    // (memory_table.hpp: memory_definition).
+    std::uint64_t id = 0;
     // The last windows found in this zone (calendar.cpp): most calls fall in the window of the previous
     // one, and a window's openings cost several zone lookups. Written through const: the zone is the
     // backend's own, never shared between threads.

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 namespace pg_ratelimit::core {
 namespace {
@@ -154,12 +155,50 @@ struct Partition {
 
 }  // namespace
 
+namespace {
+
+// The little-endian bytes of a value, appended at `at`.
+template <typename T>
+std::size_t put(unsigned char *out, std::size_t at, T value) noexcept {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    for (std::size_t i = 0; i < sizeof(T); ++i) out[at + i] = static_cast<unsigned char>(bits >> (8 * i));
+    return at + sizeof(T);
+}
+
+std::uint64_t epoch_bits(std::uint64_t epoch) noexcept {
+    unsigned char bytes[sizeof(epoch)];
+    (void)put(bytes, 0, epoch);
+    return memory_hash_bytes(bytes, sizeof(bytes), 0);
+}
+
+}  // namespace
+
 std::uint64_t memory_definition(const Limit &limit) noexcept {
-    const std::uint64_t exact =
-        static_cast<std::uint64_t>(limit.algorithm) | (static_cast<std::uint64_t>(limit.shards & 0xffff) << 8);
-    unsigned char epoch[sizeof(limit.epoch)];
-    for (std::size_t i = 0; i < sizeof(epoch); ++i) epoch[i] = static_cast<unsigned char>(limit.epoch >> (8 * i));
-    return exact | (memory_hash_bytes(epoch, sizeof(epoch), 0) << 24);
+    const std::uint64_t shape = static_cast<std::uint64_t>(limit.algorithm) |
+                                (static_cast<std::uint64_t>((limit.shards - 1) & 0xff) << 8) |
+                                ((epoch_bits(limit.epoch) & 0xffffff) << 16);
+    unsigned char numbers[64];
+    std::size_t at = put(numbers, 0, limit.rate);
+    at = put(numbers, at, limit.period);
+    at = put(numbers, at, limit.capacity);
+    at = put(numbers, at, static_cast<std::uint8_t>(limit.has_start));
+    at = put(numbers, at, limit.has_start ? limit.start : Micros{0});
+    at = put(numbers, at, static_cast<std::uint8_t>(limit.calendar.unit));
+    at = put(numbers, at, limit.calendar.count);
+    at = put(numbers, at, limit.calendar.zone == nullptr ? std::uint64_t{0} : limit.calendar.zone->id);
+    std::uint64_t hashed = memory_hash_bytes(numbers, at, 0) & 0xffffff;
+    if ((hashed << 40) == MEMORY_NUMBERS_UNKNOWN) hashed ^= 1;  // never taken for unknown numbers
+    return shape | (hashed << 40);
+}
+
+std::uint64_t memory_definition_from_0_1(std::uint64_t saved) noexcept {
+    const std::uint64_t algorithm = saved & 0xff;
+    const std::uint64_t shards = (saved >> 8) & 0xffff;
+    // 0.1.0 mixed the same epoch hash into bits 24-63: its low 24 bits are this shape's epoch bits.
+    const std::uint64_t epoch = (saved >> 24) & 0xffffff;
+    return algorithm | (((shards - 1) & 0xff) << 8) | (epoch << 16) | MEMORY_NUMBERS_UNKNOWN;
 }
 
 std::size_t memory_table_bytes(std::uint32_t partitions, std::uint32_t slots) noexcept {

@@ -56,10 +56,24 @@ static_assert(sizeof(MemoryEntry) == 128, "keep MemoryEntry two cache lines");
 static_assert(std::is_trivially_copyable_v<MemoryEntry> && std::is_standard_layout_v<MemoryEntry>,
               "entries live in shared memory and are saved to files byte for byte");
 
-// A fingerprint of what makes a stored state meaningless when it changes: the algorithm and the number
-// of shards (bits 0-7 and 8-23, exactly), and the limit's epoch (Limit::epoch, mixed into bits 24-63: two
-// epochs share a fingerprint with a probability of 2^-40).
+// A fingerprint of the definition an entry's state was computed under, in two parts.
+// - Its shape, bits 0-39: what makes a stored state meaningless when it changes: the algorithm (bits 0-7)
+//   and the number of shards (bits 8-15, shards - 1), exactly, and the limit's epoch (Limit::epoch, mixed
+//   into bits 16-39: two epochs share a shape with a probability of 2^-24).
+// - Its numbers, bits 40-63: a hash of the rate, period, capacity, start and calendar, which give the
+//   state its meaning: the same state read under other numbers is another balance. MEMORY_NUMBERS_UNKNOWN
+//   there: numbers not known (an entry saved by release 0.1.0, whose fingerprint had no such part).
+// An entry of the same shape and other numbers is carried over when a change commits; a call that meets
+// one meanwhile waits for the change, or reads the definition again (access_memory.cpp).
 [[nodiscard]] std::uint64_t memory_definition(const Limit &limit) noexcept;
+inline constexpr std::uint64_t MEMORY_SHAPE_BITS = (std::uint64_t{1} << 40) - 1;
+inline constexpr std::uint64_t MEMORY_NUMBERS_UNKNOWN = std::uint64_t{0xffffff} << 40;
+[[nodiscard]] inline std::uint64_t memory_shape(std::uint64_t definition) noexcept {
+    return definition & MEMORY_SHAPE_BITS;
+}
+// The fingerprint release 0.1.0 saved (algorithm, shards in bits 8-23, the epoch's hash in bits 24-63), as
+// this one: the same shape, its numbers unknown.
+[[nodiscard]] std::uint64_t memory_definition_from_0_1(std::uint64_t saved) noexcept;
 
 inline constexpr std::uint32_t MEMORY_TABLE_MAX_PARTITIONS = 1U << 16;
 inline constexpr std::uint32_t MEMORY_TABLE_MIN_SLOTS = 16;

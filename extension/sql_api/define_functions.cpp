@@ -11,6 +11,7 @@
 #include "catalog/limit_kind.hpp"
 #include "catalog/override_hooks.hpp"
 #include "catalog/time_zones.hpp"
+#include "catalog/written_limits.hpp"
 #include "clock.hpp"
 #include "core/algorithms.hpp"
 #include "core/rescale.hpp"
@@ -21,6 +22,7 @@
 #include "message_text.hpp"
 #include "state/memory_state.hpp"
 #include "state/state_relations.hpp"
+#include "state/stored_keys.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -50,77 +52,6 @@ double required_float8_arg(FunctionCallInfo fcinfo, int argno, const char *argna
     if (PG_ARGISNULL(argno))
         ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be null", argname)));
     return PG_GETARG_FLOAT8(argno);
-}
-
-// Deletes the state of every key of the limit from both state tables (the limit's storage may have just
-// changed); each table is checked first (no triggers to fire as the owner, see state_relations.hpp). The
-// memory state goes when the change commits (memory_state.hpp: the row trigger schedules it).
-void delete_all_keys(const CallContext &context, Datum name) {
-    for (const StateTable table : STATE_TABLES) {
-        require_usable_state_table(context.extension, context.schema, table);
-        Datum values[] = {name};
-        if (SPI_execute_plan(extension_statement(Statement::delete_limit_state, table), values, nullptr, false, 0) !=
-            SPI_OK_DELETE)
-            elog(ERROR, "pg_ratelimit: deleting the state of a rate limit failed");
-    }
-}
-
-// Carries every stored key of a table limit over from `from` to `to` (core/rescale.hpp), in the
-// redefinition's transaction: each row is locked as it is read (FOR NO KEY UPDATE: a concurrent request
-// that changed it first is waited for and its write seen), then written back rescaled.
-void rescale_table_keys(const CallContext &context, Datum name, const core::Limit &from, const core::Limit &to,
-                        core::Rescale rule, const OverrideSet *overrides) {
-    const StateTable table = to.storage == core::Storage::unlogged ? StateTable::unlogged : StateTable::logged;
-    require_usable_state_table(context.extension, context.schema, table);
-    const core::Limit from_shard = core::shard_limit(from);
-    const core::Limit to_shard = core::shard_limit(to);
-    const core::Micros now = clock_now();
-    Oid name_type[] = {TEXTOID};
-    Datum name_value[] = {name};
-    Portal rows = SPI_cursor_open_with_args(nullptr,
-                                            psprintf("SELECT key, shard, value, ts, ctid FROM ONLY %s WHERE limit_name"
-                                                     " OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
-                                                     state_table_name(table)),
-                                            1, name_type, name_value, nullptr, false, 0);
-    for (;;) {
-        SPI_cursor_fetch(rows, true, 1000);
-        SPITupleTable *batch = SPI_tuptable;  // the updates below replace SPI_tuptable
-        const uint64 count = SPI_processed;
-        if (count == 0) break;
-        for (uint64 i = 0; i < count; ++i) {
-            bool isnull = false;
-            HeapTuple row = batch->vals[i];
-            const Datum key = SPI_getbinval(row, batch->tupdesc, 1, &isnull);
-            const Datum shard = SPI_getbinval(row, batch->tupdesc, 2, &isnull);
-            const Datum value = SPI_getbinval(row, batch->tupdesc, 3, &isnull);
-            const Datum ts = SPI_getbinval(row, batch->tupdesc, 4, &isnull);
-            const Datum ctid = SPI_getbinval(row, batch->tupdesc, 5, &isnull);
-            const text *key_text = DatumGetTextPP(key);
-            const core::State stored{DatumGetFloat8(value), DatumGetTimestampTz(ts)};
-            // A key with an override (override_store.hpp) is carried between its own two limits.
-            const Override *own = override_set_find(overrides, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text));
-            const core::State next =
-                own == nullptr
-                    ? core::rescaled_state(from_shard, to_shard, stored, now,
-                                           core::key_origin(from, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)),
-                                           core::key_origin(to, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)),
-                                           rule)
-                    : core::rescaled_state(
-                          core::shard_limit(apply_override(from, *own)), core::shard_limit(apply_override(to, *own)),
-                          stored, now, core::key_origin(from, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)),
-                          core::key_origin(to, VARDATA_ANY(key_text), VARSIZE_ANY_EXHDR(key_text)), rule);
-            if (next.value == stored.value && next.ts == stored.ts) continue;
-            Datum args[] = {name,  key, shard, Float8GetDatum(next.value), TimestampTzGetDatum(next.ts),
-                            value, ts,  ctid};
-            const char nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', isnull ? 'n' : ' '};
-            if (SPI_execute_plan(extension_statement(Statement::update_state_if, table), args, nulls, false, 0) !=
-                    SPI_OK_UPDATE ||
-                SPI_processed != 1)
-                elog(ERROR, "pg_ratelimit: rescaling a key of rate limit \"%s\" failed", TextDatumGetCString(name));
-        }
-        SPI_freetuptable(batch);
-    }
-    SPI_cursor_close(rows);
 }
 
 // rate_limit_define(name, rate, period, algorithm, capacity, max_reserved, start, shards, storage, jitter,
@@ -170,6 +101,9 @@ Datum define_body(FunctionCallInfo fcinfo) {
     const bool old_complete = existed && limit_row_complete(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
     const core::Limit old = old_complete ? limit_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc) : core::Limit{};
     if (old_complete) require_concurrency_kept(old, limit, text_to_cstring(name));  // the row trigger's check, first
+    // The stored keys are locked before the definition's row changes (stored_keys.hpp): the wait for the
+    // transactions holding them holds up nobody else.
+    if (existed) lock_stored_keys(context, name, nullptr);
     // Keys start afresh, under a new epoch, when asked to, when their numbers would mean something else
     // (another algorithm, unless it converts; another split over shards), or when their state would have
     // to move to another storage.
@@ -221,16 +155,20 @@ Datum define_body(FunctionCallInfo fcinfo) {
         " shards = EXCLUDED.shards, storage = EXCLUDED.storage, epoch = EXCLUDED.epoch, jitter = EXCLUDED.jitter,"
         " time_zone = EXCLUDED.time_zone, shadow = EXCLUDED.shadow",
         13, types, values, nulls, false, SPI_OK_INSERT);
+    // The keys are carried over below, not refreshed as an UPDATE by hand would have them (memory_state.hpp).
+    memory_state_cancel_refresh(name);
     // Per-key overrides stay, and must fit the new definition (override_hooks.hpp).
     const OverrideSet *overrides = overrides_for_definition(context, name, existed, limit);
     if (existed && fresh) {
-        delete_all_keys(context, PointerGetDatum(name));
+        delete_stored_keys(context, name);
     } else if (existed && (core::rescale_rewrites(old, limit) || overrides_rewrite(overrides, old, limit))) {
         if (limit.storage == core::Storage::memory)
             overrides_rescale_memory_at_commit(name, overrides, old, limit, rule);
         else
-            rescale_table_keys(context, PointerGetDatum(name), old, limit, rule, overrides);
+            rescale_stored_keys(context, name, old, limit, rule, overrides);
     }
+    // This transaction's own keys of the limit were rewritten with the rest (written_limits.hpp).
+    forget_written_limit(name);
     extension_sql_end(sql_token);
     PG_RETURN_VOID();
 }
@@ -245,14 +183,16 @@ Datum drop_body(FunctionCallInfo fcinfo) {
                         errhint("Redefine it with rate_limit_define('default', ...) instead.")));
     require_usable_config_table(context.extension, context.schema, RowExclusiveLock);
     const int sql_token = extension_sql_begin(context.schema);
+    lock_stored_keys(context, name, nullptr);  // before the row's change takes the limit's lock
     Oid types[] = {TEXTOID};
     Datum values[] = {PointerGetDatum(name)};
     extension_sql_run("DELETE FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1", 1, types, values,
                       nullptr, false, SPI_OK_DELETE);
     if (SPI_processed == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", name_string)));
-    delete_all_keys(context, PointerGetDatum(name));
+    delete_stored_keys(context, name);
     overrides_drop(context, name);
+    forget_written_limit(name);
     extension_sql_end(sql_token);
     PG_RETURN_VOID();
 }

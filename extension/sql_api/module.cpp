@@ -4,6 +4,7 @@
 #include "catalog/limit_cache.hpp"
 #include "catalog/override_cache.hpp"
 #include "catalog/override_relation.hpp"
+#include "catalog/written_limits.hpp"
 #include "clock.hpp"
 #include "leases/session_leases.hpp"
 #include "lock_waits.hpp"
@@ -30,6 +31,7 @@ void _PG_init(void) {  // NOLINT(bugprone-reserved-identifier): the name Postgre
     pg_ratelimit::stats_init();
     pg_ratelimit::session_leases_init();
     pg_ratelimit::lock_waits_init();
+    pg_ratelimit::written_limits_init();
     // Last, once every setting is defined: a pg_ratelimit.* placeholder set before the library was loaded
     // (in postgresql.conf, PGOPTIONS, SET) is then either taken by its setting or removed with a warning.
     MarkGUCPrefixReserved("pg_ratelimit");

@@ -20,6 +20,7 @@
 #include "catalog/override_relation.hpp"
 #include "catalog/override_store.hpp"
 #include "catalog/time_zones.hpp"
+#include "catalog/written_limits.hpp"
 #include "clock.hpp"
 #include "core/algorithms.hpp"
 #include "core/calendar.hpp"
@@ -33,6 +34,7 @@
 #include "state/memory_state.hpp"
 #include "state/state_access.hpp"
 #include "state/state_relations.hpp"
+#include "state/stored_keys.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -45,10 +47,11 @@ text *limit_name_arg(FunctionCallInfo fcinfo, int argno) {
     return name;
 }
 
-// The limit's definition, its row locked FOR SHARE, then the limit's lock; ERROR 42704 if there is none.
-// The definition is read as the limit cache reads it (limit_read: the same columns, validated), with the
-// latest snapshot, which sees the row just locked.
-core::Limit locked_limit(const text *name) {
+// The limit's definition, its row locked FOR SHARE, then the key's stored rows (stored_keys.hpp: waiting
+// for transactions that hold them without the limit's lock), then the limit's lock; ERROR 42704 if there
+// is none. The definition is read as the limit cache reads it (limit_read: the same columns, validated),
+// with the latest snapshot, which sees the row just locked.
+core::Limit locked_limit(const CallContext &context, const text *name, const text *key) {
     Oid types[] = {TEXTOID};
     Datum values[] = {PointerGetDatum(name)};
     extension_sql_run("SELECT FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE", 1, types,
@@ -58,6 +61,7 @@ core::Limit locked_limit(const text *name) {
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", text_to_cstring(name)),
                  errhint("Define it with rate_limit_define().")));
+    if (limit.storage != core::Storage::memory) lock_stored_keys(context, name, key);
     lock_limit_for_change(name);
     return limit;
 }
@@ -76,62 +80,18 @@ bool locked_override(const text *name, const text *key, Override *value) {
 }
 
 // Carries the key's state from `from` to `to` (both of the same algorithm and shards: an override changes
-// neither). Table rows now, each locked as read (a concurrent request that changed it first is waited for
-// and its write seen); memory entries when the transaction commits. `reset`: the key starts full.
+// neither): table rows now (stored_keys.hpp), memory entries when the transaction commits. `reset`: the key
+// starts full. This transaction's own rows of the key are rewritten with the rest (written_limits.hpp).
 void carry_key_state(const CallContext &context, const text *name, const text *key, const core::Limit &from,
                      const core::Limit &to, core::Rescale rule) {
+    forget_written_key(name, key);
     if (rule != core::Rescale::reset && !core::rescale_rewrites(from, to)) return;
-    const char *key_bytes = VARDATA_ANY(key);
-    const int key_length = VARSIZE_ANY_EXHDR(key);
     if (to.storage == core::Storage::memory) {
-        const MemoryKeyLimits keys[] = {{key_bytes, key_length, from, to}};
+        const MemoryKeyLimits keys[] = {{VARDATA_ANY(key), static_cast<int>(VARSIZE_ANY_EXHDR(key)), from, to}};
         memory_state_rescale_keys_at_commit(name, rule, keys, 1);
         return;
     }
-    const StateTable table = to.storage == core::Storage::unlogged ? StateTable::unlogged : StateTable::logged;
-    require_usable_state_table(context.extension, context.schema, table);
-    Datum key_args[] = {PointerGetDatum(name), PointerGetDatum(key)};
-    if (rule == core::Rescale::reset) {
-        if (SPI_execute_plan(extension_statement(Statement::delete_state, table), key_args, nullptr, false, 0) !=
-            SPI_OK_DELETE)
-            elog(ERROR, "pg_ratelimit: resetting a key failed");
-        return;
-    }
-    Oid types[] = {TEXTOID, TEXTOID};
-    extension_sql_run(psprintf("SELECT shard, value, ts, ctid FROM ONLY %s WHERE limit_name OPERATOR(pg_catalog.=) $1"
-                               " AND key OPERATOR(pg_catalog.=) $2 FOR NO KEY UPDATE",
-                               state_table_name(table)),
-                      2, types, key_args, nullptr, false, SPI_OK_SELECT);
-    SPITupleTable *rows = SPI_tuptable;  // the updates below replace SPI_tuptable
-    const uint64 count = SPI_processed;
-    const core::Limit from_shard = core::shard_limit(from);
-    const core::Limit to_shard = core::shard_limit(to);
-    const core::Micros from_origin = core::key_origin(from, key_bytes, key_length);
-    const core::Micros to_origin = core::key_origin(to, key_bytes, key_length);
-    const core::Micros now = clock_now();
-    for (uint64 i = 0; i < count; ++i) {
-        bool isnull = false;
-        const Datum shard = SPI_getbinval(rows->vals[i], rows->tupdesc, 1, &isnull);
-        const Datum value = SPI_getbinval(rows->vals[i], rows->tupdesc, 2, &isnull);
-        const Datum ts = SPI_getbinval(rows->vals[i], rows->tupdesc, 3, &isnull);
-        const Datum ctid = SPI_getbinval(rows->vals[i], rows->tupdesc, 4, &isnull);
-        const core::State stored{DatumGetFloat8(value), DatumGetTimestampTz(ts)};
-        const core::State next = core::rescaled_state(from_shard, to_shard, stored, now, from_origin, to_origin, rule);
-        if (next.value == stored.value && next.ts == stored.ts) continue;
-        Datum args[] = {PointerGetDatum(name),
-                        PointerGetDatum(key),
-                        shard,
-                        Float8GetDatum(next.value),
-                        TimestampTzGetDatum(next.ts),
-                        value,
-                        ts,
-                        ctid};
-        const char nulls[] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', isnull ? 'n' : ' '};
-        if (SPI_execute_plan(extension_statement(Statement::update_state_if, table), args, nulls, false, 0) !=
-                SPI_OK_UPDATE ||
-            SPI_processed != 1)
-            elog(ERROR, "pg_ratelimit: rescaling a key of rate limit \"%s\" failed", text_to_cstring(name));
-    }
+    rescale_stored_key(context, name, key, from, to, rule);
 }
 
 // rate_limit_override(key, limit_name, rate, capacity, max_reserved, rescale)
@@ -157,7 +117,7 @@ Datum override_body(FunctionCallInfo fcinfo) {
     require_usable_config_table(context.extension, context.schema, RowShareLock);
     (void)require_usable_override_table(context.extension, context.schema, RowExclusiveLock);
     const int sql_token = extension_sql_begin(context.schema);
-    const core::Limit limit = locked_limit(name);
+    const core::Limit limit = locked_limit(context, name, key);
     Override old{0, 0, 0};
     const core::Limit from = locked_override(name, key, &old) ? apply_override(limit, old) : limit;
     core::Limit to = apply_override(limit, value);
@@ -191,7 +151,7 @@ Datum override_drop_body(FunctionCallInfo fcinfo) {
     require_usable_config_table(context.extension, context.schema, RowShareLock);
     (void)require_usable_override_table(context.extension, context.schema, RowExclusiveLock);
     const int sql_token = extension_sql_begin(context.schema);
-    const core::Limit limit = locked_limit(name);
+    const core::Limit limit = locked_limit(context, name, key);
     Oid types[] = {TEXTOID, TEXTOID};
     Datum values[] = {PointerGetDatum(name), PointerGetDatum(key)};
     extension_sql_run(

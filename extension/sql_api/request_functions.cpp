@@ -116,7 +116,7 @@ Datum request_many_body(FunctionCallInfo fcinfo) {
         if (key_nulls[i])
             ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("key %d must not be null", i + 1)));
         require_key_length(DatumGetTextPP(keys[i]));
-        limits[i] = limit_for_key(context, limit, limit_name, DatumGetTextPP(keys[i]));
+        limits[i] = limit_for_key(context, limit, limit_name, DatumGetTextPP(keys[i]), KeyUse::write);
         if (costs != nullptr && !cost_nulls[i]) {
             require_valid_cost(DatumGetFloat8(costs[i]));
             require_cost_fits(limits[i], DatumGetFloat8(costs[i]), limit_name);

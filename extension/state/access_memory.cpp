@@ -7,12 +7,14 @@
 // atomically, concurrent calls on one key wait their turn, and a write never loses a race: settle()
 // needs one attempt. Nothing here is transactional (see memory_state.hpp).
 //
-// An entry whose key is back at full capacity, or that was made under another algorithm or shard count
-// (core::memory_definition), counts as no entry: the decision starts from a full key. Except between token
-// bucket and GCRA, which hold the same balance in two forms: an entry made under the other is converted.
-// A switch between them carries the entries over when it commits (memory_state.cpp), but a call that read
-// the limit before (a long batch, f81) or a switch undone by an UPDATE of rate_limit_config (f82) still
-// meets entries of the other form: read as absent, they would refill the key.
+// An entry whose key is back at full capacity, or that was made under another algorithm, shard count or
+// epoch (core::memory_shape), counts as no entry: the decision starts from a full key. One made under other
+// numbers of the same shape (core::memory_definition) means a change of the limit is committing or
+// committed since the call read its definition: nothing is decided (StateHandle::stale_definition), and
+// decide_key waits for the change and reads the definition again; if that is the call's, the entry is older
+// than any change this server carried over (a standby's, an older release's) and is read as it is. Between
+// token bucket and GCRA, which hold the same balance in two forms, an entry made under the other is
+// converted.
 #include <algorithm>
 
 #include "clock.hpp"
@@ -55,20 +57,37 @@ core::Limit other_form(core::Limit limit) {
 // at full capacity is passed on as it is: the decisions it gives are those of no entry, and not reading
 // the clock here saves a clock read per call.
 
-bool current_state(const StateHandle *handle, const core::MemoryEntry &entry, core::State *state) {
+bool current_state(StateHandle *handle, const core::MemoryEntry &entry, core::State *state) {
     if (entry.full_at == core::MEMORY_NO_STATE) return false;
     if (entry.definition == handle->memory.definition) {
         *state = entry.state;
         return true;
     }
-    // Rare (a switch between token bucket and GCRA met mid-call): worked out only here, off the hot path.
+    // Rare, worked out only here, off the hot path: the entry was made under another definition of the limit.
     const core::Limit &target = handle->target.limit;
-    if ((target.algorithm != core::Algorithm::token_bucket && target.algorithm != core::Algorithm::gcra) ||
-        entry.definition != core::memory_definition(other_form(target)))
-        return false;
-    // The same numbers under the other algorithm: the balance kept, in this algorithm's form.
+    const bool converts =
+        target.algorithm == core::Algorithm::token_bucket || target.algorithm == core::Algorithm::gcra;
+    const uint64 other = converts ? core::memory_definition(other_form(target)) : 0;
     const core::Limit limit = core::shard_limit(target);
-    *state = core::rescaled_state(other_form(limit), limit, entry.state, clock_now(), 0, 0, core::Rescale::as_is);
+    // The same numbers under the other of token bucket and GCRA: the balance kept, in this algorithm's form.
+    if (converts && entry.definition == other) {
+        *state = core::rescaled_state(other_form(limit), limit, entry.state, clock_now(), 0, 0, core::Rescale::as_is);
+        return true;
+    }
+    const bool same_shape = core::memory_shape(entry.definition) == core::memory_shape(handle->memory.definition);
+    const bool other_shape = converts && core::memory_shape(entry.definition) == core::memory_shape(other);
+    if (!same_shape && !other_shape) return false;  // another algorithm, shards or epoch: meaningless, absent
+    // Other numbers: a change of the limit is committing, or committed since this call read the definition.
+    // Nothing is decided: the call reads the definition again (decide_key.cpp). If that is this one, the
+    // entry is older than the changes this server carried over (a standby's, an older release's): its
+    // numbers are read as they are.
+    if (!handle->target.accept_other_numbers) {
+        handle->stale_definition = true;
+        return false;
+    }
+    *state = same_shape
+                 ? entry.state
+                 : core::rescaled_state(other_form(limit), limit, entry.state, clock_now(), 0, 0, core::Rescale::as_is);
     return true;
 }
 

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cstring>
 
+#include "catalog/key_limit.hpp"
+#include "catalog/written_limits.hpp"
 #include "core/algorithms.hpp"
 #include "core/validate.hpp"
 #include "message_text.hpp"
+#include "state/memory_state.hpp"
 #include "state/state_access.hpp"
 
 namespace pg_ratelimit {
@@ -28,14 +31,31 @@ void require_cost_fits(const core::Limit &limit, double cost, const text *limit_
 
 core::Outcome decide_key(const CallContext &context, const core::Limit &limit, text *limit_name, text *key,
                          SettleMode mode, double cost, bool reserve, core::Micros max_wait) {
-    const core::Micros origin = core::key_origin(limit, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
-    core::Outcome outcome = settle(StateTarget{context.extension, context.schema, PointerGetDatum(limit_name),
-                                               PointerGetDatum(key), limit, origin},
-                                   limit, mode, cost, reserve, origin, max_wait);
-    // Denied callers told to come back at spread-out instants (never earlier than they could succeed).
-    if (!outcome.allowed && limit.jitter > 0)
-        outcome.retry_after = core::jittered(limit, outcome.retry_after, pg_prng_uint64(&pg_global_prng_state));
-    return outcome;
+    core::Limit current = limit;
+    bool accept_other_numbers = false;
+    for (int attempt = 0;; ++attempt) {
+        const core::Micros origin = core::key_origin(current, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+        bool stale = false;
+        core::Outcome outcome = settle(StateTarget{context.extension, context.schema, PointerGetDatum(limit_name),
+                                                   PointerGetDatum(key), current, origin, accept_other_numbers},
+                                       current, mode, cost, reserve, origin, max_wait, &stale);
+        if (!stale) {
+            // Denied callers told to come back at spread-out instants (never earlier than they could succeed).
+            if (!outcome.allowed && current.jitter > 0)
+                outcome.retry_after =
+                    core::jittered(current, outcome.retry_after, pg_prng_uint64(&pg_global_prng_state));
+            return outcome;
+        }
+        // A memory entry made under other numbers of the limit: a change of it is committing (waited for), or
+        // committed since this call read the definition, which is read again. The same definition again:
+        // the entry is older than the changes this server carried over (a standby's, an older release's) and
+        // is read as it is.
+        memory_wait_for_change(limit_name);
+        const core::Limit fresh =
+            fresh_limit_for_key(context, limit_name, key, mode == SettleMode::check ? KeyUse::read : KeyUse::write);
+        if (same_decisions(fresh, current) || attempt >= 3) accept_other_numbers = true;
+        current = fresh;
+    }
 }
 
 int compare_bytes(const text *a, const text *b) {

@@ -45,11 +45,28 @@ shmem_request_hook_type previous_shmem_request_hook = nullptr;
 shmem_startup_hook_type previous_shmem_startup_hook = nullptr;
 
 // At the start of the shared memory: what every backend needs to find the rest.
+// The changes of memory limits committing now (rescales, at most MAX_CHANGES at once): set at PRE_COMMIT,
+// before the new definition becomes visible, and cleared once its entries are carried over. A call that
+// meets an entry of other numbers waits for them, so that no call decides under one definition on entries
+// of the other (access_memory.cpp, decide_key.cpp).
+constexpr int MAX_CHANGES = 64;
+constexpr uint64 ANY_LIMIT = 0;  // a marker for every limit (memory_limit_hash is never 0 in practice)
+struct ChangeMarkers {
+    slock_t mutex;
+    ConditionVariable cleared;  // broadcast when markers go
+    int count;
+    uint64 limit_hash[MAX_CHANGES];  // scoped_limit_hash of the limit
+    int owner[MAX_CHANGES];          // the committing backend's pid
+};
+
 struct SharedHeader {
     int tranche;  // of every lock below
     uint32 partitions;
     uint32 slots;
+    ChangeMarkers changes;
 };
+
+SharedHeader *shared_header = nullptr;  // this process's view, from attach()
 
 MemoryStore store{core::MemoryTable(nullptr), nullptr, nullptr};
 bool store_attached = false;
@@ -97,6 +114,9 @@ void shmem_startup() {
     if (!found) {
         table_shape(&header->partitions, &header->slots);
         header->tranche = LWLockNewTrancheId();
+        SpinLockInit(&header->changes.mutex);
+        ConditionVariableInit(&header->changes.cleared);
+        header->changes.count = 0;
         auto *partition_locks = reinterpret_cast<LWLockPadded *>(base + locks_offset());
         for (uint32 i = 0; i < header->partitions; ++i) LWLockInitialize(&partition_locks[i].lock, header->tranche);
         auto *slot_locks = reinterpret_cast<LWLock *>(base + slot_locks_offset(header->partitions));
@@ -121,7 +141,8 @@ void attach() {
     bool found = false;
     auto *base = static_cast<char *>(ShmemInitStruct("pg_ratelimit memory state", shared_size(), &found));
     if (!found) elog(ERROR, "pg_ratelimit: the memory state is missing from shared memory");
-    const auto *header = reinterpret_cast<const SharedHeader *>(base);
+    auto *header = reinterpret_cast<SharedHeader *>(base);
+    shared_header = header;
     LWLockRegisterTranche(header->tranche, "pg_ratelimit");
     store.partition_locks = reinterpret_cast<LWLockPadded *>(base + locks_offset());
     store.slot_locks = reinterpret_cast<LWLock *>(base + slot_locks_offset(header->partitions));
@@ -266,7 +287,10 @@ void load_file() {
         // A file only the server's OS user can write; still, a number no decision could store is skipped.
         // (Any finite value can be stored: GCRA keeps in it the time owed beyond PostgreSQL's last instant.)
         if (!std::isfinite(entry.state.value)) continue;
-        if (release_0_1) entry.identity.database = database_of(entry.identity);
+        if (release_0_1) {
+            entry.identity.database = database_of(entry.identity);
+            entry.definition = core::memory_definition_from_0_1(entry.definition);
+        }
         // A database dropped while the entry was saved, or before (release 0.1.0 kept its entries): gone.
         if (entry.identity.database != InvalidOid && !database_exists(entry.identity.database)) {
             ++dropped;
@@ -457,8 +481,12 @@ void rescale_limit(const PendingForget &change) {
                     continue;
                 }
             }
-            if (entry.definition != definition || entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now)
-                continue;
+            // An entry of the same shape whose numbers are unknown (saved by release 0.1.0) was made under
+            // the definition in force then: `from`.
+            const bool from_entry = entry.definition == definition ||
+                                    (core::memory_shape(entry.definition) == core::memory_shape(definition) &&
+                                     (entry.definition & ~core::MEMORY_SHAPE_BITS) == core::MEMORY_NUMBERS_UNKNOWN);
+            if (!from_entry || entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now) continue;
             const unsigned char *key = nullptr;
             size_t key_len = 0;
             if (keyed && !core::memory_identity_key(entry.identity, &key, &key_len)) {
@@ -488,6 +516,7 @@ void rescale_limit(const PendingForget &change) {
 void refresh_limit(const PendingForget &change) {
     const uint64 limit_hash = scoped_limit_hash(change.name, strlen(change.name));
     const core::Limit to = core::shard_limit(change.to);
+    const uint64 from_definition = core::memory_definition(change.from);
     const uint64 to_definition = core::memory_definition(change.to);
     const bool keyed = core::uses_window_grid(change.to.algorithm) && !change.to.has_start;
     const core::Micros now = clock_now();
@@ -498,8 +527,16 @@ void refresh_limit(const PendingForget &change) {
         for (uint32 slot = 0; slot < table.slots(); ++slot) {
             core::MemoryEntry &entry = table.entry(partition, static_cast<int>(slot));
             if (entry.identity.length == 0 || entry.identity.limit_hash != limit_hash ||
-                entry.definition != to_definition || entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now)
+                entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now)
                 continue;
+            // Made under the old row (or, numbers unknown, saved by release 0.1.0): the same numbers, now
+            // read under the new row.
+            const bool unknown = core::memory_shape(entry.definition) == core::memory_shape(from_definition) &&
+                                 (entry.definition & ~core::MEMORY_SHAPE_BITS) == core::MEMORY_NUMBERS_UNKNOWN;
+            if ((entry.definition == from_definition || unknown) &&
+                core::memory_shape(from_definition) == core::memory_shape(to_definition))
+                entry.definition = to_definition;
+            if (entry.definition != to_definition) continue;
             const unsigned char *key = nullptr;
             size_t key_len = 0;
             if (keyed && !core::memory_identity_key(entry.identity, &key, &key_len)) {
@@ -514,17 +551,101 @@ void refresh_limit(const PendingForget &change) {
     }
 }
 
+// This backend's markers (ChangeMarkers): set for the rescales it is committing, before the new definitions
+// become visible; cleared once they are carried over (or the commit fails), and at exit whatever happens.
+bool own_markers = false;
+
+void clear_own_markers() {
+    if (!own_markers || shared_header == nullptr) return;
+    ChangeMarkers &changes = shared_header->changes;
+    SpinLockAcquire(&changes.mutex);
+    int kept = 0;
+    for (int i = 0; i < changes.count; ++i)
+        if (changes.owner[i] != MyProcPid) {
+            changes.limit_hash[kept] = changes.limit_hash[i];
+            changes.owner[kept] = changes.owner[i];
+            ++kept;
+        }
+    changes.count = kept;
+    SpinLockRelease(&changes.mutex);
+    own_markers = false;
+    ConditionVariableBroadcast(&changes.cleared);
+}
+
+void clear_own_markers_at_exit(int, Datum) { clear_own_markers(); }
+
+void set_markers() {
+    if (!store_attached) attach();
+    static bool exit_hook = false;
+    if (!exit_hook) {
+        before_shmem_exit(clear_own_markers_at_exit, 0);
+        exit_hook = true;
+    }
+    ChangeMarkers &changes = shared_header->changes;
+    // One marker per limit changed, or, for a transaction changing more than a few, one for every limit
+    // (ANY_LIMIT): the table never fills with one transaction's markers.
+    uint64 hashes[MAX_CHANGES / 4];
+    int count = 0;
+    bool every = false;
+    for (int i = 0; i < pending_count && !every; ++i) {
+        if (!pending[i].rescale || pending[i].database != InvalidOid) continue;
+        const uint64 hash = scoped_limit_hash(pending[i].name, strlen(pending[i].name));
+        bool seen = false;
+        for (int k = 0; k < count && !seen; ++k) seen = hashes[k] == hash;
+        if (seen) continue;
+        if (count == static_cast<int>(lengthof(hashes)))
+            every = true;
+        else
+            hashes[count++] = hash;
+    }
+    if (every) {
+        hashes[0] = ANY_LIMIT;
+        count = 1;
+    }
+    for (int k = 0; k < count; ++k) {
+        for (;;) {
+            SpinLockAcquire(&changes.mutex);
+            const bool room = changes.count < MAX_CHANGES;
+            if (room) {
+                changes.limit_hash[changes.count] = hashes[k];
+                changes.owner[changes.count] = MyProcPid;
+                ++changes.count;
+                own_markers = true;
+            }
+            SpinLockRelease(&changes.mutex);
+            if (room) break;
+            // Other transactions' markers fill the table: wait for one of them to commit.
+            (void)ConditionVariableTimedSleep(&changes.cleared, 10, PG_WAIT_EXTENSION);
+        }
+    }
+    ConditionVariableCancelSleep();
+}
+
 void report_evictions();
 void on_object_access(ObjectAccessType access, Oid class_id, Oid object_id, int sub_id, void *arg);
 
 void on_transaction_end(XactEvent event, void *) {
     if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT) report_evictions();
     if (pending_count == 0) return;
-    if (event == XACT_EVENT_PRE_PREPARE)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("cannot PREPARE a transaction that dropped or redefined a memory rate limit"),
-                        errdetail("Its keys' memory state is removed when the transaction commits, which a prepared "
-                                  "transaction cannot arrange.")));
+    if (event == XACT_EVENT_PRE_PREPARE) {
+        // A dropped extension or database: its entries go at PREPARE (COMMIT PREPARED runs in a session that
+        // has no such callback); a ROLLBACK PREPARED then finds the keys full. A limit's change cannot wait
+        // that way: it would carry the entries over to a definition not yet in force.
+        bool databases_only = true;
+        for (int i = 0; i < pending_count; ++i) databases_only = databases_only && pending[i].database != InvalidOid;
+        if (!databases_only)
+            ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                            errmsg("cannot PREPARE a transaction that dropped or redefined a memory rate limit"),
+                            errdetail("Its keys' memory state is removed or carried over when the transaction "
+                                      "commits, which a prepared transaction cannot arrange.")));
+        for (int i = 0; i < pending_count; ++i) forget_database(pending[i].database);
+        pending_count = 0;
+        return;
+    }
+    if (event == XACT_EVENT_PRE_COMMIT) {
+        set_markers();  // before the new definitions become visible to other sessions
+        return;
+    }
     if (event == XACT_EVENT_COMMIT)
         for (int i = 0; i < pending_count; ++i) {  // takes no lock that can fail
             if (pending[i].database != InvalidOid)
@@ -542,6 +663,7 @@ void on_transaction_end(XactEvent event, void *) {
         for (int i = 0; i < pending_count; ++i)
             if (pending[i].keys != nullptr) pfree(pending[i].keys);
         pending_count = 0;
+        clear_own_markers();  // the entries are carried over (or the commit failed)
     }
 }
 
@@ -784,12 +906,40 @@ void on_object_access(ObjectAccessType access, Oid class_id, Oid object_id, int 
 
 }  // namespace
 
-void memory_state_refresh_at_commit(const text *limit_name, const core::Limit &to) {
+void memory_wait_for_change(const text *limit_name) {
+    if (!preloaded) return;
+    if (!store_attached) attach();
+    const uint64 hash = scoped_limit_hash(VARDATA_ANY(limit_name), VARSIZE_ANY_EXHDR(limit_name));
+    ChangeMarkers &changes = shared_header->changes;
+    for (;;) {
+        bool changing = false;
+        SpinLockAcquire(&changes.mutex);
+        for (int i = 0; i < changes.count && !changing; ++i)
+            changing =
+                (changes.limit_hash[i] == hash || changes.limit_hash[i] == ANY_LIMIT) && changes.owner[i] != MyProcPid;
+        SpinLockRelease(&changes.mutex);
+        if (!changing) break;
+        // Woken when markers go; a timed sleep all the same, for a broadcast missed between the look and here.
+        (void)ConditionVariableTimedSleep(&changes.cleared, 10, PG_WAIT_EXTENSION);
+    }
+    ConditionVariableCancelSleep();
+}
+
+void memory_state_cancel_refresh(const text *limit_name) {
+    char name[MAX_LIMIT_NAME_BYTES + 1];
+    text_to_cstring_buffer(limit_name, name, sizeof(name));
+    int kept = 0;
+    for (int i = 0; i < pending_count; ++i)
+        if (!(pending[i].refresh && strcmp(pending[i].name, name) == 0)) pending[kept++] = pending[i];
+    pending_count = kept;
+}
+
+void memory_state_refresh_at_commit(const text *limit_name, const core::Limit &from, const core::Limit &to) {
     if (!preloaded) return;
     PendingForget &entry = new_pending(limit_name);
     entry.rescale = true;
     entry.refresh = true;
-    entry.from = to;
+    entry.from = from;
     entry.to = to;
     entry.rule = core::Rescale::as_is;
 }

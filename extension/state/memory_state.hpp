@@ -48,9 +48,16 @@ void memory_state_forget_at_commit(const text *limit_name);
 void memory_state_rescale_at_commit(const text *limit_name, const core::Limit &from, const core::Limit &to,
                                     core::Rescale rule);
 
-// A change of the limit's definition by hand (UPDATE rate_limit_config): at commit every entry keeps its
-// numbers, and when it is full again is recomputed under `to` (never earlier than before).
-void memory_state_refresh_at_commit(const text *limit_name, const core::Limit &to);
+// A change of the limit's definition by hand (UPDATE rate_limit_config) from `from` to `to`: at commit every
+// entry keeps its numbers, read under `to` from then on, and when it is full again is recomputed under
+// `to` (never earlier than before).
+void memory_state_refresh_at_commit(const text *limit_name, const core::Limit &from, const core::Limit &to);
+
+// rate_limit_define carries the keys over itself: the refresh its row's change asked for goes.
+void memory_state_cancel_refresh(const text *limit_name);
+
+// Waits while a change of the limit is committing (its entries being carried over to the new definition).
+void memory_wait_for_change(const text *limit_name);
 
 // --- Per-key tiers (override_store.hpp) ---
 // A key carried over between limits of its own: a key with an override of its limit.

@@ -37,6 +37,7 @@ bool attempt(const StateAccess &access, StateHandle *handle, int16 shard, int at
     *found = access.fetch(handle, shard, stored);
     if (*found && attempt_number > 0 && !IsolationUsesXactSnapshot())
         *found = access.lock_latest(handle, shard, stored);
+    if (handle->stale_definition) return true;  // nothing decided: settle() reports it
     const core::State *current = *found ? stored : nullptr;
     const core::Micros now = clock_now();  // after the row lock: a waiter decides at its own turn
     *decided = mode == SettleMode::refund ? core::refund(limit, current, now, cost, origin)
@@ -81,6 +82,7 @@ core::Outcome settle_sharded(const StateAccess &access, StateHandle *handle, con
     ShardRow rows[core::MAX_SHARDS];
     core::ShardView views[core::MAX_SHARDS];
     const int peeked = access.peek(handle, rows, core::MAX_SHARDS);
+    if (handle->stale_definition) return core::Outcome{};
     for (int i = 0; i < peeked; ++i) {
         // Rows of shards beyond the count cannot exist: redefining the count deletes the key's rows.
         if (rows[i].shard < 0 || rows[i].shard >= count) continue;
@@ -115,8 +117,9 @@ core::Outcome settle_sharded(const StateAccess &access, StateHandle *handle, con
 }  // namespace
 
 core::Outcome settle(const StateTarget &target, const core::Limit &limit, SettleMode mode, double cost, bool reserve,
-                     core::Micros origin, core::Micros max_wait) {
+                     core::Micros origin, core::Micros max_wait, bool *stale_definition) {
     StateHandle handle;
+    handle.stale_definition = false;
     state_access_open(target, &handle);
     const StateAccess &access = *handle.access;
     lost_races = 0;
@@ -135,6 +138,9 @@ core::Outcome settle(const StateTarget &target, const core::Limit &limit, Settle
     else
         decide();
     access.close(&handle);
+    // A memory entry of other numbers of the limit: nothing was decided (decide_key reads it again).
+    *stale_definition = handle.stale_definition;
+    if (handle.stale_definition) return core::Outcome{};
     // Shadow mode: the denial was decided (and wrote nothing); the caller is let through, told so. Its
     // retry_after stays for rate_limit_enforce's notice; the decision shows 0 (decision_values). A
     // reservation taken into debt is recorded as usual but never makes the caller wait.

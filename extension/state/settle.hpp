@@ -19,7 +19,9 @@ enum class SettleMode { request, check, refund, take };
 
 // max_wait bounds a reservation in time (core::reserve_within): a reservation not due within it is a
 // denial that writes nothing. MAX_DURATION: no bound.
+// *stale_definition: a memory entry was made under other numbers of the limit (StateHandle::stale_definition):
+// nothing was decided, and the outcome means nothing.
 core::Outcome settle(const StateTarget &target, const core::Limit &limit, SettleMode mode, double cost, bool reserve,
-                     core::Micros origin, core::Micros max_wait = core::MAX_DURATION);
+                     core::Micros origin, core::Micros max_wait, bool *stale_definition);
 
 }  // namespace pg_ratelimit

@@ -32,6 +32,10 @@ struct StateTarget {
     Datum key;
     core::Limit limit;
     core::Micros origin;  // the key's window grid (core::window_origin)
+    // Memory entries made under other numbers of the limit's definition are read as they are (the limit's
+    // definition was read again and is this one: an entry of a standby, or of an older release), instead of
+    // stopping the call (StateHandle::stale_definition).
+    bool accept_other_numbers = false;
 };
 
 // The table of a durable or unlogged limit.
@@ -91,6 +95,10 @@ struct StateHandle {
     // The clock reading the call's decision was made at, set before update or insert (the memory table
     // dates its entries by it: a stored ts is not a time for every algorithm).
     core::Micros decided_at;
+    // The memory access path met an entry made under other numbers of the limit (a change committing, or
+    // committed since the call read its definition): nothing was decided; the caller reads the definition
+    // again and decides anew (decide_key.cpp).
+    bool stale_definition;
     union {
         DirectState direct;
         SqlState sql;

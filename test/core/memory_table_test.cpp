@@ -595,25 +595,64 @@ TEST(MemoryTable, AlgorithmValuesAreStable) {
     EXPECT_EQ(static_cast<int>(Algorithm::sliding_window), 3);
 }
 
-// The fingerprint changes with the algorithm and with the number of shards, and with nothing else.
+// The fingerprint's shape changes with the algorithm, the number of shards and the epoch, and with
+// nothing else; its numbers part with the rate, period, capacity, start and calendar.
 TEST(MemoryTable, DefinitionFingerprint) {
-    std::set<std::uint32_t> seen;
+    std::set<std::uint64_t> seen;
     for (const Algorithm algorithm :
          {Algorithm::token_bucket, Algorithm::fixed_window, Algorithm::gcra, Algorithm::sliding_window}) {
         for (const int shards : {1, 2, 16, MAX_SHARDS}) {
             Limit limit;
             limit.algorithm = algorithm;
             limit.shards = shards;
-            const std::uint64_t fingerprint = memory_definition(limit);
-            EXPECT_TRUE(seen.insert(fingerprint).second) << shards;
             limit.rate = 5;
             limit.capacity = 7;
             limit.period = 1000;
-            EXPECT_EQ(memory_definition(limit), fingerprint);
-            // Another epoch (a limit dropped and defined again): another fingerprint.
+            const std::uint64_t fingerprint = memory_definition(limit);
+            EXPECT_TRUE(seen.insert(memory_shape(fingerprint)).second) << shards;
+            EXPECT_NE(fingerprint & ~MEMORY_SHAPE_BITS, MEMORY_NUMBERS_UNKNOWN);
+            // Other numbers: the same shape, another fingerprint.
+            Limit others[4] = {limit, limit, limit, limit};
+            others[0].rate = 6;
+            others[1].period = 2000;
+            others[2].capacity = 8;
+            others[3].has_start = true;
+            others[3].start = 17;
+            for (const Limit &other : others) {
+                EXPECT_EQ(memory_shape(memory_definition(other)), memory_shape(fingerprint));
+                EXPECT_NE(memory_definition(other), fingerprint);
+            }
+            // What does not give a state its meaning leaves the fingerprint alone.
+            Limit same = limit;
+            same.max_reserved = 99;
+            same.jitter = 5;
+            same.shadow = true;
+            same.storage = ::pg_ratelimit::core::Storage::unlogged;
+            EXPECT_EQ(memory_definition(same), fingerprint);
+            // Another epoch (a limit dropped and defined again): another shape.
             limit.epoch = 12345;
-            EXPECT_NE(memory_definition(limit), fingerprint);
-            limit.epoch = 0;
+            EXPECT_NE(memory_shape(memory_definition(limit)), memory_shape(fingerprint));
+        }
+    }
+}
+
+// A fingerprint saved by release 0.1.0 (algorithm | shards << 8 | epoch hash << 24) reads as the same
+// shape with unknown numbers.
+TEST(MemoryTable, DefinitionFingerprintOfRelease01) {
+    for (const std::uint64_t epoch : {std::uint64_t{0}, std::uint64_t{12345}, ~std::uint64_t{0}}) {
+        for (const int shards : {1, 4, MAX_SHARDS}) {
+            Limit limit;
+            limit.algorithm = Algorithm::gcra;
+            limit.shards = shards;
+            limit.epoch = epoch;
+            unsigned char bytes[sizeof(epoch)];
+            for (std::size_t i = 0; i < sizeof(epoch); ++i) bytes[i] = static_cast<unsigned char>(epoch >> (8 * i));
+            const std::uint64_t saved = static_cast<std::uint64_t>(Algorithm::gcra) |
+                                        (static_cast<std::uint64_t>(shards) << 8) |
+                                        (memory_hash_bytes(bytes, sizeof(bytes), 0) << 24);
+            const std::uint64_t read = memory_definition_from_0_1(saved);
+            EXPECT_EQ(memory_shape(read), memory_shape(memory_definition(limit)));
+            EXPECT_EQ(read & ~MEMORY_SHAPE_BITS, MEMORY_NUMBERS_UNKNOWN);
         }
     }
 }
