@@ -39,18 +39,22 @@ void on_relcache_invalidation(Datum, Oid relid) {
 HTAB *cache_for(Oid schema) {
     if (cache != nullptr && schema == cache_schema) return cache;
     drop_cache();
-    HASHCTL ctl;
-    memset(&ctl, 0, sizeof(ctl));
-    ctl.keysize = MAX_LIMIT_NAME_BYTES + 1;
-    ctl.entrysize = sizeof(CacheEntry);
-    ctl.hcxt = CacheMemoryContext;
-    cache = hash_create("pg_ratelimit limits", 16, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+    cache = create_limit_name_table("pg_ratelimit limits", sizeof(CacheEntry), CacheMemoryContext);
     cache_schema = schema;
     config_relid = get_relname_relid("rate_limit_config", schema);
     return cache;
 }
 
 }  // namespace
+
+HTAB *create_limit_name_table(const char *what, Size entry_size, MemoryContext context) {
+    HASHCTL ctl;
+    memset(&ctl, 0, sizeof(ctl));
+    ctl.keysize = MAX_LIMIT_NAME_BYTES + 1;
+    ctl.entrysize = entry_size;
+    ctl.hcxt = context;
+    return hash_create(what, 16, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+}
 
 bool limit_read(Datum name, Snapshot snapshot, core::Limit *limit) {
     Datum args[] = {name};

@@ -15,6 +15,10 @@ namespace pg_ratelimit {
 
 inline constexpr int MAX_LIMIT_NAME_BYTES = 128;
 
+// A backend-local hash table of `entry_size`-byte entries whose first member is a limit's name (a
+// NUL-terminated char[MAX_LIMIT_NAME_BYTES + 1]), allocated in `context`.
+HTAB *create_limit_name_table(const char *what, Size entry_size, MemoryContext context);
+
 void limit_cache_init();
 // Empties this backend's cache: the next lookups read the table again.
 void limit_cache_reset();

@@ -104,12 +104,7 @@ HTAB *limits_table() {
     if (limits != nullptr) return limits;
     if (cache_context == nullptr)
         cache_context = AllocSetContextCreate(CacheMemoryContext, "pg_ratelimit overrides", ALLOCSET_SMALL_SIZES);
-    HASHCTL ctl;
-    memset(&ctl, 0, sizeof(ctl));
-    ctl.keysize = MAX_LIMIT_NAME_BYTES + 1;
-    ctl.entrysize = sizeof(LimitEntry);
-    ctl.hcxt = cache_context;
-    limits = hash_create("pg_ratelimit override limits", 16, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+    limits = create_limit_name_table("pg_ratelimit override limits", sizeof(LimitEntry), cache_context);
     return limits;
 }
 

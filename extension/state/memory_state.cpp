@@ -369,23 +369,40 @@ uint64 scoped_limit_hash(const char *name, size_t length) {
     return core::memory_limit_hash(scoped.bytes, scoped.length);
 }
 
-void forget_database(Oid database) {
+// Runs `step(table, partition)` on every partition of the table in turn, each under its exclusive lock
+// (never all at once: other backends keep deciding keys of the partitions not being walked).
+template <typename Step>
+void for_each_partition(Step step) {
     const MemoryStore &memory = memory_store();
-    for (uint32 partition = 0; partition < memory.table.partitions(); ++partition) {
+    auto &table = const_cast<core::MemoryTable &>(memory.table);
+    for (uint32 partition = 0; partition < table.partitions(); ++partition) {
         LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
-        (void)const_cast<core::MemoryTable &>(memory.table).purge_database(partition, database);
+        step(table, partition);
         LWLockRelease(&memory.partition_locks[partition].lock);
     }
 }
 
+// Runs `visit(table, partition, slot, entry)` on every entry of the limit whose scoped hash is `limit_hash`.
+template <typename Visit>
+void for_each_entry_of_limit(uint64 limit_hash, Visit visit) {
+    for_each_partition([&](core::MemoryTable &table, uint32 partition) {
+        for (uint32 slot = 0; slot < table.slots(); ++slot) {
+            core::MemoryEntry &entry = table.entry(partition, static_cast<int>(slot));
+            if (entry.identity.length != 0 && entry.identity.limit_hash == limit_hash)
+                visit(table, partition, static_cast<int>(slot), entry);
+        }
+    });
+}
+
+void forget_database(Oid database) {
+    for_each_partition(
+        [database](core::MemoryTable &table, uint32 partition) { (void)table.purge_database(partition, database); });
+}
+
 void forget_limit(const char *name) {
     const uint64 limit_hash = scoped_limit_hash(name, strlen(name));
-    const MemoryStore &memory = memory_store();
-    for (uint32 partition = 0; partition < memory.table.partitions(); ++partition) {
-        LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
-        (void)const_cast<core::MemoryTable &>(memory.table).purge_limit(partition, limit_hash);
-        LWLockRelease(&memory.partition_locks[partition].lock);
-    }
+    for_each_partition(
+        [limit_hash](core::MemoryTable &table, uint32 partition) { (void)table.purge_limit(partition, limit_hash); });
 }
 
 // Carries the keys of a limit redefined with the same algorithm, shards and epoch over to the new
@@ -467,18 +484,13 @@ void rescale_limit(const PendingForget &change) {
     const bool keyed = (core::uses_window_grid(change.from.algorithm) && !change.from.has_start) ||
                        (core::uses_window_grid(change.to.algorithm) && !change.to.has_start);
     const core::Micros now = clock_now();
-    const MemoryStore &memory = memory_store();
-    auto &table = const_cast<core::MemoryTable &>(memory.table);
-    for (uint32 partition = 0; partition < table.partitions(); ++partition) {
-        LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
-        for (uint32 slot = 0; slot < table.slots(); ++slot) {
-            core::MemoryEntry &entry = table.entry(partition, static_cast<int>(slot));
-            if (entry.identity.length == 0 || entry.identity.limit_hash != limit_hash) continue;
+    for_each_entry_of_limit(
+        limit_hash, [&](core::MemoryTable &table, uint32 partition, int slot, core::MemoryEntry &entry) {
             if (change.key_count > 0) {  // a key with an override carries over between its own limits
                 const KeyRescale *key = key_rescale_of(change, entry.identity);
                 if (key != nullptr) {
-                    rescale_entry(table, partition, static_cast<int>(slot), *key, change.rule, now);
-                    continue;
+                    rescale_entry(table, partition, slot, *key, change.rule, now);
+                    return;
                 }
             }
             // An entry of the same shape whose numbers are unknown (saved by release 0.1.0) was made under
@@ -486,14 +498,14 @@ void rescale_limit(const PendingForget &change) {
             const bool from_entry = entry.definition == definition ||
                                     (core::memory_shape(entry.definition) == core::memory_shape(definition) &&
                                      (entry.definition & ~core::MEMORY_SHAPE_BITS) == core::MEMORY_NUMBERS_UNKNOWN);
-            if (!from_entry || entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now) continue;
+            if (!from_entry || entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now) return;
             const unsigned char *key = nullptr;
             size_t key_len = 0;
             if (keyed && !core::memory_identity_key(entry.identity, &key, &key_len)) {
                 // Its grid is unknown: the numbers stay as they are (README), and it is kept at least until
                 // it is surely full under the new definition.
                 entry.full_at = full_again_at_the_latest(to, entry.state, now, entry.full_at);
-                continue;
+                return;
             }
             const auto *key_chars = reinterpret_cast<const char *>(key);
             const core::Micros from_origin = core::key_origin(change.from, key_chars, key_len);
@@ -501,9 +513,7 @@ void rescale_limit(const PendingForget &change) {
             entry.state = core::rescaled_state(from, to, entry.state, now, from_origin, to_origin, change.rule);
             entry.full_at = now + std::max<core::Micros>(1, core::time_to_full(to, &entry.state, now, to_origin));
             entry.definition = to_definition;
-        }
-        LWLockRelease(&memory.partition_locks[partition].lock);
-    }
+        });
 }
 
 // The limit's definition changed by hand (an UPDATE of rate_limit_config, not rate_limit_define): every
@@ -520,35 +530,26 @@ void refresh_limit(const PendingForget &change) {
     const uint64 to_definition = core::memory_definition(change.to);
     const bool keyed = core::uses_window_grid(change.to.algorithm) && !change.to.has_start;
     const core::Micros now = clock_now();
-    const MemoryStore &memory = memory_store();
-    auto &table = const_cast<core::MemoryTable &>(memory.table);
-    for (uint32 partition = 0; partition < table.partitions(); ++partition) {
-        LWLockAcquire(&memory.partition_locks[partition].lock, LW_EXCLUSIVE);
-        for (uint32 slot = 0; slot < table.slots(); ++slot) {
-            core::MemoryEntry &entry = table.entry(partition, static_cast<int>(slot));
-            if (entry.identity.length == 0 || entry.identity.limit_hash != limit_hash ||
-                entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now)
-                continue;
-            // Made under the old row (or, numbers unknown, saved by release 0.1.0): the same numbers, now
-            // read under the new row.
-            const bool unknown = core::memory_shape(entry.definition) == core::memory_shape(from_definition) &&
-                                 (entry.definition & ~core::MEMORY_SHAPE_BITS) == core::MEMORY_NUMBERS_UNKNOWN;
-            if ((entry.definition == from_definition || unknown) &&
-                core::memory_shape(from_definition) == core::memory_shape(to_definition))
-                entry.definition = to_definition;
-            if (entry.definition != to_definition) continue;
-            const unsigned char *key = nullptr;
-            size_t key_len = 0;
-            if (keyed && !core::memory_identity_key(entry.identity, &key, &key_len)) {
-                entry.full_at = full_again_at_the_latest(to, entry.state, now, entry.full_at);
-                continue;
-            }
-            const core::Micros origin = core::key_origin(change.to, reinterpret_cast<const char *>(key), key_len);
-            entry.full_at = std::max(
-                entry.full_at, now + std::max<core::Micros>(1, core::time_to_full(to, &entry.state, now, origin)));
+    for_each_entry_of_limit(limit_hash, [&](core::MemoryTable &, uint32, int, core::MemoryEntry &entry) {
+        if (entry.full_at == core::MEMORY_NO_STATE || entry.full_at <= now) return;
+        // Made under the old row (or, numbers unknown, saved by release 0.1.0): the same numbers, now
+        // read under the new row.
+        const bool unknown = core::memory_shape(entry.definition) == core::memory_shape(from_definition) &&
+                             (entry.definition & ~core::MEMORY_SHAPE_BITS) == core::MEMORY_NUMBERS_UNKNOWN;
+        if ((entry.definition == from_definition || unknown) &&
+            core::memory_shape(from_definition) == core::memory_shape(to_definition))
+            entry.definition = to_definition;
+        if (entry.definition != to_definition) return;
+        const unsigned char *key = nullptr;
+        size_t key_len = 0;
+        if (keyed && !core::memory_identity_key(entry.identity, &key, &key_len)) {
+            entry.full_at = full_again_at_the_latest(to, entry.state, now, entry.full_at);
+            return;
         }
-        LWLockRelease(&memory.partition_locks[partition].lock);
-    }
+        const core::Micros origin = core::key_origin(change.to, reinterpret_cast<const char *>(key), key_len);
+        entry.full_at =
+            std::max(entry.full_at, now + std::max<core::Micros>(1, core::time_to_full(to, &entry.state, now, origin)));
+    });
 }
 
 // This backend's markers (ChangeMarkers): set for the rescales it is committing, before the new definitions

@@ -189,14 +189,8 @@ HTAB *remembered = nullptr;
 Remembered *last = nullptr;  // the entry counted last (most calls count the same limit as the one before)
 
 Remembered *remember(const char *name, int length) {
-    if (remembered == nullptr) {
-        HASHCTL ctl;
-        memset(&ctl, 0, sizeof(ctl));
-        ctl.keysize = MAX_LIMIT_NAME_BYTES + 1;
-        ctl.entrysize = sizeof(Remembered);
-        ctl.hcxt = TopMemoryContext;
-        remembered = hash_create("pg_ratelimit stats entries", 16, &ctl, HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-    }
+    if (remembered == nullptr)
+        remembered = create_limit_name_table("pg_ratelimit stats entries", sizeof(Remembered), TopMemoryContext);
     char key[MAX_LIMIT_NAME_BYTES + 1];
     memset(key, 0, sizeof(key));
     memcpy(key, name, length);
