@@ -8,14 +8,18 @@
 # 42501 "permission denied for table rate_limit_override". Not 40001: the client library does not retry
 # it, and the transaction's own work is lost. Any override change of any limit of the database (an
 # application that sets tiers on plan changes makes them all the time) fails every such transaction in
-# flight, whether or not its keys are concerned.
+# flight, whether or not its keys are concerned. With no change at all, a limit with more overrides than
+# are cached whole (10,000) fails every tenant transaction that decided more keys of it than the cache keeps
+# (10,000 a limit): the keys looked up first are read again at COMMIT.
 # Attack: a tenant role (CREATE ROLE ... LOGIN, nothing granted) makes one request on its own key 'k' in a
 # transaction that lasts 1 s: (a) of 'api', a limit with an override on another key 'vip', while the DBA
 # sets an override of a key of another limit 'b'; (b) of 'plain', a limit without overrides, while the
 # DBA sets the limit's first override, on another key 'gold'. The same with 4 tenant sessions making
-# autocommit requests for 3 s while the DBA changes another limit's override every 100 ms.
-# Expected: both COMMITs succeed (neither key's limit changed; at worst 40001, which is retried), and no
-# autocommit request fails. Found: 42501 at both COMMITs, and among the autocommit requests too.
+# autocommit requests for 3 s while the DBA changes another limit's override every 100 ms. (c) Nothing
+# changes: the tenant's transaction makes two rate_limit_request_many calls of 6,000 keys each on 'many', a
+# limit with 10,050 overrides.
+# Expected: every COMMIT succeeds (no key's limit changed; at worst 40001, which is retried), and no
+# autocommit request fails. Found: 42501 at the three COMMITs, and among the autocommit requests too.
 here=$(dirname "$0")
 source "$here/lib.sh"
 setup_review review_f91_tenant
@@ -46,11 +50,19 @@ tenant_commit() {
 }
 a=$(tenant_commit api "SELECT rate_limit_override('z', 'b', 5)")
 b=$(tenant_commit plain "SELECT rate_limit_override('gold', 'plain', 5)")
+q -c "SELECT rate_limit_define('many', 1000000, '1 hour')" \
+  -c "INSERT INTO rate_limit_override (limit_name, key, rate) SELECT 'many', 'o' || g, 5 FROM generate_series(1, 10050) g" >/dev/null || exit 2
+many=$(q_any -U review_f91_tenant -v VERBOSITY=sqlstate -c "BEGIN" \
+      -c "SELECT count(*) FROM rate_limit_request_many(array(SELECT 'a' || g FROM generate_series(1, 6000) g), 'many')" \
+      -c "SELECT count(*) FROM rate_limit_request_many(array(SELECT 'b' || g FROM generate_series(1, 6000) g), 'many')" \
+      -c "COMMIT" | grep -o 'ERROR: *[0-9A-Z]*' | tr -s ' ')
+many=${many:-ok}
 detail=$(q_any -U review_f91_tenant -c "BEGIN" -c "SELECT (rate_limit_request('k', 'api', 1e-6)).allowed" \
            -c "SELECT pg_sleep(1)" -c "COMMIT" & sleep 0.5; q -c "SELECT rate_limit_override('z', 'b', 6)" >/dev/null; wait)
 echo "a tenant's COMMIT after a request on its own key of 'api' (an override on 'vip'), while the DBA overrides a key of 'b': $a"
 echo "a tenant's COMMIT after a request on its own key of 'plain', while the DBA sets the limit's first override (another key): $b"
 echo "  ($(grep ERROR <<<"$detail" | head -n 1))"
+echo "a tenant's COMMIT after 2 x 6,000 keys of 'many' (10,050 overrides), nothing changed meanwhile: $many"
 
 # 4 tenant sessions, autocommit requests for 3 s; the DBA changes another limit's override every 100 ms.
 errors=$(mktemp -d)
@@ -68,6 +80,6 @@ denied=$(cat "$errors"/* | grep -c 42501)
 requests=$(cat "$errors"/* | grep -c '^[tf]$')
 rm -rf "$errors"
 echo "4 tenant sessions, autocommit, 3 s, $changes override changes of another limit: $requests requests decided, $denied failed with 42501"
-[ "$a" = "ERROR: 42501" ] || [ "$b" = "ERROR: 42501" ] || [ "$denied" -gt 0 ] &&
-    reproduced "a tenant's COMMIT fails with 42501 (permission denied for table rate_limit_override) when any override changed while its transaction ran: $a / $b, $denied autocommit requests"
+[ "$a" = "ERROR: 42501" ] || [ "$b" = "ERROR: 42501" ] || [ "$many" = "ERROR: 42501" ] || [ "$denied" -gt 0 ] &&
+    reproduced "a tenant's COMMIT fails with 42501 (permission denied for table rate_limit_override) when any override changed while its transaction ran, or when it decided over 10,000 keys of a limit with over 10,000 overrides: $a / $b / $many, $denied autocommit requests"
 holds "the commit check of a tenant's transaction never fails for want of privileges"
