@@ -1,6 +1,6 @@
 #include "limit_lock.hpp"
 
-#include "lock_waits.hpp"
+#include "pg_compat.hpp"
 
 namespace pg_ratelimit {
 
@@ -22,8 +22,9 @@ bool lock_limit(const text *name, LOCKMODE mode, bool wait) {
     return LockAcquire(&tag, mode, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
 }
 
-void lock_limit_for_change(const text *name) {
-    with_bounded_lock_waits(WaitFor{name, nullptr}, [&] { (void)lock_limit(name, ExclusiveLock); });
+bool limit_lock_held(const text *name, LOCKMODE mode) {
+    const LOCKTAG tag = limit_tag(name);
+    return pg_compat::lock_held_by_me(&tag, mode);
 }
 
 }  // namespace pg_ratelimit

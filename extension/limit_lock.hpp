@@ -29,8 +29,8 @@ inline constexpr uint16 LIMIT_LOCK_MARKER = 0x524C;
 // ShareLock or ExclusiveLock; returns false instead of waiting when `wait` is false and the lock is taken.
 bool lock_limit(const text *name, LOCKMODE mode, bool wait = true);
 
-// ExclusiveLock for a change of the limit (its row in rate_limit_config, or an override), waiting as
-// lock_waits.hpp bounds it.
-void lock_limit_for_change(const text *name);
+// Whether this transaction holds the limit's lock in `mode`. (A change takes it in ExclusiveLock through
+// catalog/written_limits.hpp's lock_limit_for_change.)
+bool limit_lock_held(const text *name, LOCKMODE mode);
 
 }  // namespace pg_ratelimit

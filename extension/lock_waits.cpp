@@ -23,10 +23,11 @@ void lock_waits_init() {
         &lock_wait_ms, 1000, 0, INT_MAX, PGC_USERSET, GUC_UNIT_MS, nullptr, nullptr, nullptr);
 }
 
-int lock_waits_begin() {
+int lock_waits_begin(int cap_ms) {
     const int previous = LockTimeout;
-    ours_in_force = lock_wait_ms > 0 && (LockTimeout <= 0 || lock_wait_ms <= LockTimeout);
-    bound_in_force = ours_in_force ? lock_wait_ms : LockTimeout;
+    const int ours = cap_ms > 0 && (lock_wait_ms <= 0 || cap_ms < lock_wait_ms) ? cap_ms : lock_wait_ms;
+    ours_in_force = ours > 0 && (LockTimeout <= 0 || ours <= LockTimeout);
+    bound_in_force = ours_in_force ? ours : LockTimeout;
     LockTimeout = bound_in_force;
     return previous;
 }

@@ -25,9 +25,9 @@ struct WaitFor {
     bool any_key = false;  // a change of the limit waiting for the rows of its keys
 };
 
-// PostgreSQL's lock timeout while `fn` runs: the shorter of lock_timeout and pg_ratelimit.lock_wait (0 in
-// both: none). Returns the previous value, for lock_waits_end.
-int lock_waits_begin();
+// PostgreSQL's lock timeout while `fn` runs: the shortest of lock_timeout, pg_ratelimit.lock_wait and
+// cap_ms (0 in all: none; cap_ms 0: no cap). Returns the previous value, for lock_waits_end.
+int lock_waits_begin(int cap_ms = 0);
 void lock_waits_end(int previous);
 // ERROR 55P03 for a wait that ran out (edata: PostgreSQL's "canceling statement due to lock timeout"), when
 // pg_ratelimit.lock_wait was the bound in force; false otherwise (the caller re-throws the error as it was).
@@ -36,8 +36,8 @@ bool report_lock_wait_expired(const ErrorData *edata, const WaitFor &what);
 // Runs fn() under lock_waits_begin/_end, turning an expired wait into report_lock_wait_expired's error.
 // fn must be trivially destructible (a lambda capturing by reference): an error longjmps out of it.
 template <typename Fn>
-void with_bounded_lock_waits(const WaitFor &what, const Fn &fn) {
-    const int previous = lock_waits_begin();
+void with_bounded_lock_waits(const WaitFor &what, const Fn &fn, int cap_ms = 0) {
+    const int previous = lock_waits_begin(cap_ms);
     const MemoryContext caller_context = CurrentMemoryContext;
     PG_TRY();
     { fn(); }

@@ -25,7 +25,6 @@
 #include "catalog/written_limits.hpp"
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
-#include "limit_lock.hpp"
 #include "state/memory_state.hpp"
 
 namespace pg_ratelimit {
@@ -179,12 +178,7 @@ Datum config_row_body(FunctionCallInfo fcinfo) {
                                                          : nullptr;
     // NULL names are left for the table's NOT NULL constraint to refuse.
     for (HeapTuple row : {old_row, new_row})
-        if (row != nullptr && name_of(trigger, row) != nullptr) {
-            lock_limit_for_change(name_of(trigger, row));
-            // This transaction's own keys of the limit are read under the new row as they are, like every
-            // other key (an UPDATE by hand keeps the numbers): nothing to check of them at commit.
-            forget_written_limit(name_of(trigger, row));
-        }
+        if (row != nullptr && name_of(trigger, row) != nullptr) lock_limit_for_change(name_of(trigger, row));
     forget_memory_state(trigger, old_row, new_row);
     // A row no call could use is refused here, with the error rate_limit_define gives (an unknown time zone,
     // a calendar period of months and days, a start with a calendar...: what the table's CHECKs cannot

@@ -25,9 +25,12 @@ core::Limit limit_for_key(const CallContext &context, const core::Limit &named, 
     bool overridden = false;
     const core::Limit effective = effective_limit(context, named, name, key, &overridden);
     // A key of a limit with overrides: its own override is checked again at commit too.
-    if (use == KeyUse::write && named.storage != core::Storage::memory && !RecoveryInProgress() &&
-        (overridden || limit_has_overrides(context, name)))
-        note_written_key(name, key, effective);
+    if (use == KeyUse::write && named.storage != core::Storage::memory && !RecoveryInProgress()) {
+        if (overridden || limit_has_overrides(context, name))
+            note_written_key(name, key, effective);
+        else
+            note_unnoted_key(name);
+    }
     return effective;
 }
 

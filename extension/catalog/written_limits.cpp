@@ -25,19 +25,21 @@ struct NotedLimit {
     text *name;
     Oid extension;
     Oid schema;
+    Oid reader;  // the role the extension's functions run as, which reads the limit and its overrides
     core::Limit named;
     HTAB *keys;  // NotedKey by hash, created on the limit's first key
     int key_count;
     bool too_many_keys;
-    // override_invalidations() when the limit was noted (a limit without overrides then notes no key: if one
-    // was set meanwhile, which keys it concerns is unknown), or when too_many_keys was set.
+    bool unnoted_keys;  // keys were decided while the limit had no overrides (note_unnoted_key)
+    // override_invalidations() when the limit was noted (keys decided while it had no overrides are not
+    // noted: if one was set meanwhile, which keys it concerns is unknown), or when too_many_keys was set.
     uint64 overrides_seen;
-    bool own_override_change;  // this transaction changed an override of the limit (its keys were rewritten)
-    bool forgotten;
     // Subtransaction nest levels: the innermost open one the limit's notes need (they go with it if it
-    // aborts: its writes are undone), and the one that forgot it (0: none; an abort of it undoes that).
+    // aborts: its writes are undone), and the one whose change of the limit checked them (0: none), holding
+    // the limit's lock from then on: nothing is left to check at commit, unless that subtransaction aborts
+    // (its lock goes with it).
     int level;
-    int forgotten_level;
+    int checked_level;
 };
 
 // In TopTransactionContext, which goes with the transaction; the pointers are reset at its end.
@@ -75,56 +77,65 @@ text *copied(const text *value) {
     pg_unreachable();
 }
 
-// Before COMMIT or PREPARE (see the header): every noted limit's lock for the commit, then what each was
-// decided under compared with what is in force.
-void check_noted() {
-    int live = 0;
-    for (int i = 0; i < noted_count; ++i) {
-        if (noted[i].forgotten) continue;
-        ++live;
-        const text *name = noted[i].name;
-        with_bounded_lock_waits(WaitFor{name, nullptr}, [&] { (void)lock_limit(name, RowShareLock); });
-    }
-    if (live == 0) return;
-    // A change that committed before its lock was released sent its invalidations first.
-    AcceptInvalidationMessages();
-    for (int i = 0; i < noted_count; ++i) {
-        const NotedLimit &limit = noted[i];
-        if (limit.forgotten || get_extension_name(limit.extension) == nullptr) continue;  // extension dropped
-        core::Limit now;
-        if (!limit_find(limit.extension, limit.schema, limit.name, &now)) changed_meanwhile(limit, "was dropped");
-        if (!same_decisions(limit.named, now)) changed_meanwhile(limit, "was redefined");
-        if (limit.too_many_keys && override_invalidations() != limit.overrides_seen)
-            changed_meanwhile(limit, "may have had an override changed (of more keys than are checked one by one)");
-        if (limit.keys == nullptr && !limit.own_override_change && override_invalidations() != limit.overrides_seen &&
-            limit_has_overrides(CallContext{limit.extension, limit.schema, InvalidOid}, limit.name))
-            changed_meanwhile(limit, "had an override set");
-        if (limit.keys == nullptr) continue;
-        const CallContext context{limit.extension, limit.schema, InvalidOid};
+// What the limit's keys were decided under, compared with what is in force: ERROR 40001 on a difference.
+// Reads as the role the extension's functions run as (the committing role may not read the override table),
+// restricted as a SECURITY DEFINER function is.
+void check_limit(const NotedLimit &limit) {
+    if (get_extension_name(limit.extension) == nullptr) return;  // the extension was dropped
+    Oid user = InvalidOid;
+    int security = 0;
+    GetUserIdAndSecContext(&user, &security);
+    SetUserIdAndSecContext(limit.reader, security | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    // On an error, the transaction's abort restores the user and context.
+    const CallContext context{limit.extension, limit.schema, InvalidOid};
+    core::Limit now;
+    if (!limit_find(limit.extension, limit.schema, limit.name, &now)) changed_meanwhile(limit, "was dropped");
+    if (!same_decisions(limit.named, now)) changed_meanwhile(limit, "was redefined");
+    if (limit.too_many_keys && override_invalidations() != limit.overrides_seen)
+        changed_meanwhile(limit, "may have had an override changed (of more keys than are checked one by one)");
+    if (limit.unnoted_keys && override_invalidations() != limit.overrides_seen &&
+        limit_has_overrides(context, limit.name))
+        changed_meanwhile(limit, "had an override set");
+    if (limit.keys != nullptr) {
         HASH_SEQ_STATUS scan;
         hash_seq_init(&scan, limit.keys);
         for (auto *key = static_cast<NotedKey *>(hash_seq_search(&scan)); key != nullptr;
              key = static_cast<NotedKey *>(hash_seq_search(&scan)))
-            if (key->key != nullptr &&
-                !same_decisions(key->effective, effective_limit(context, now, limit.name, key->key))) {
+            if (!same_decisions(key->effective, effective_limit(context, now, limit.name, key->key))) {
                 hash_seq_term(&scan);
                 changed_meanwhile(limit, "had the override of a key changed");
             }
     }
+    SetUserIdAndSecContext(user, security);
+}
+
+// Before COMMIT or PREPARE (see the header): the lock of every noted limit not checked by a change of this
+// transaction, taken for the commit, then what each was decided under compared with what is in force.
+void check_noted() {
+    int unchecked = 0;
+    for (int i = 0; i < noted_count; ++i) {
+        if (noted[i].checked_level > 0) continue;
+        ++unchecked;
+        const text *name = noted[i].name;
+        with_bounded_lock_waits(WaitFor{name, nullptr}, [&] { (void)lock_limit(name, RowShareLock); });
+    }
+    if (unchecked == 0) return;
+    // A change that committed before its lock was released sent its invalidations first.
+    AcceptInvalidationMessages();
+    for (int i = 0; i < noted_count; ++i)
+        if (noted[i].checked_level == 0) check_limit(noted[i]);
 }
 
 // A subtransaction's end: what it noted goes with it if it aborts (its writes are undone; keys noted in it
-// stay, checked for nothing), and a forget it made is undone; if it commits, its parent takes them over.
+// stay, checked for nothing), and so does the check of a change made in it (whose lock it releases); if it
+// commits, its parent takes them over.
 void on_subtransaction_event(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
     const int level = GetCurrentTransactionNestLevel();
     if (event == SUBXACT_EVENT_ABORT_SUB) {
         int kept = 0;
         for (int i = 0; i < noted_count; ++i) {
             NotedLimit &limit = noted[i];
-            if (limit.forgotten && limit.forgotten_level >= level) {
-                limit.forgotten = false;
-                limit.forgotten_level = 0;
-            }
+            if (limit.checked_level >= level) limit.checked_level = 0;
             if (limit.level >= level) continue;  // noted only in the aborted subtransaction
             noted[kept++] = limit;
         }
@@ -132,7 +143,7 @@ void on_subtransaction_event(SubXactEvent event, SubTransactionId, SubTransactio
     } else if (event == SUBXACT_EVENT_COMMIT_SUB) {
         for (int i = 0; i < noted_count; ++i) {
             if (noted[i].level >= level) noted[i].level = level - 1;
-            if (noted[i].forgotten_level >= level) noted[i].forgotten_level = level - 1;
+            if (noted[i].checked_level >= level) noted[i].checked_level = level - 1;
         }
     }
 }
@@ -179,28 +190,26 @@ void note_written_limit(const CallContext &context, const text *name, const core
     const int level = GetCurrentTransactionNestLevel();
     if (limit != nullptr) {
         limit->level = Min(limit->level, level);
-        // Noted again after a change of its own (which forgot it): from now on, under this definition.
-        if (limit->forgotten) {
-            limit->forgotten = false;
-            limit->named = named;
-            if (limit->keys != nullptr) hash_destroy(limit->keys);
-            limit->keys = nullptr;
-            limit->key_count = 0;
-            limit->too_many_keys = false;
-            limit->forgotten_level = 0;
-            limit->level = level;
-            limit->overrides_seen = override_invalidations();
-        }
         return;
     }
+    // A change of the limit made by this transaction holds its lock: nothing can change it before the
+    // commit (and a subtransaction that took the lock is still open: an abort of it undoes this call too).
+    if (limit_lock_held(name, ExclusiveLock)) return;
     if (noted_count == noted_capacity) {
         noted_capacity = noted_capacity == 0 ? 4 : noted_capacity * 2;
         noted = static_cast<NotedLimit *>(
             noted == nullptr ? MemoryContextAlloc(TopTransactionContext, sizeof(NotedLimit) * noted_capacity)
                              : repalloc(noted, sizeof(NotedLimit) * noted_capacity));
     }
-    noted[noted_count++] = NotedLimit{copied(name), context.extension,        context.schema, named, nullptr, 0,
-                                      false,        override_invalidations(), false,          false, level,   0};
+    NotedLimit &entry = noted[noted_count++];
+    entry = NotedLimit{};
+    entry.name = copied(name);
+    entry.extension = context.extension;
+    entry.schema = context.schema;
+    entry.reader = GetUserId();  // inside the SECURITY DEFINER function: its owner
+    entry.named = named;
+    entry.overrides_seen = override_invalidations();
+    entry.level = level;
 }
 
 namespace {
@@ -214,7 +223,7 @@ uint64 key_hash_of(const text *key) {
 
 void note_written_key(const text *name, const text *key, const core::Limit &effective) {
     NotedLimit *limit = find(name);
-    if (limit == nullptr || limit->forgotten || limit->too_many_keys) return;
+    if (limit == nullptr || limit->checked_level > 0 || limit->too_many_keys) return;
     if (limit->keys == nullptr) {
         HASHCTL ctl;
         memset(&ctl, 0, sizeof(ctl));
@@ -228,7 +237,7 @@ void note_written_key(const text *name, const text *key, const core::Limit &effe
     auto *entry = static_cast<NotedKey *>(hash_search(limit->keys, &hash, HASH_FIND, nullptr));
     if (entry != nullptr) {
         // Another key with the same 64-bit hash (never seen, but possible): checked as if too many.
-        if (entry->key != nullptr && !same_text(entry->key, key) && !limit->too_many_keys) {
+        if (!same_text(entry->key, key) && !limit->too_many_keys) {
             limit->too_many_keys = true;
             limit->overrides_seen = override_invalidations();
         }
@@ -245,21 +254,19 @@ void note_written_key(const text *name, const text *key, const core::Limit &effe
     ++limit->key_count;
 }
 
-void forget_written_limit(const text *name) {
+void note_unnoted_key(const text *name) {
     NotedLimit *limit = find(name);
-    if (limit == nullptr || limit->forgotten) return;
-    limit->forgotten = true;
-    limit->forgotten_level = GetCurrentTransactionNestLevel();
+    if (limit != nullptr) limit->unnoted_keys = true;
 }
 
-void forget_written_key(const text *name, const text *key) {
+void lock_limit_for_change(const text *name) {
+    with_bounded_lock_waits(WaitFor{name, nullptr}, [&] { (void)lock_limit(name, ExclusiveLock); });
     NotedLimit *limit = find(name);
-    if (limit == nullptr) return;
-    limit->own_override_change = true;
-    if (limit->keys == nullptr) return;
-    const uint64 hash = key_hash_of(key);
-    auto *entry = static_cast<NotedKey *>(hash_search(limit->keys, &hash, HASH_FIND, nullptr));
-    if (entry != nullptr) entry->key = nullptr;  // rewritten by this transaction's own change: not checked
+    if (limit == nullptr || limit->checked_level > 0) return;
+    // The changes committed before the lock was granted sent their invalidations first.
+    AcceptInvalidationMessages();
+    check_limit(*limit);
+    limit->checked_level = GetCurrentTransactionNestLevel();
 }
 
 }  // namespace pg_ratelimit

@@ -13,8 +13,14 @@
 // (serialization_failure): the transaction is retried (the client library does) and decides under the new
 // definition. So no key is ever written under one definition and read under another.
 //
-// Memory limits are not transactional: they are not checked here (memory_state.hpp). A transaction that
-// changes a limit itself forgets what it noted of it: the change rewrote its own rows too.
+// A change of a limit checks the same at once, when it takes the limit's lock (lock_limit_for_change): it
+// then holds that lock until the transaction ends, so nothing else can change the limit meanwhile, and its
+// commit has nothing left to check of it; and its own rewrite of the limit's keys, this transaction's rows
+// among them, reads them under the definition they were written under (else the transaction fails with
+// 40001 before it rewrites anything). The check reads as the role the extension's functions run as: the
+// committing role may not read rate_limit_override.
+//
+// Memory limits are not transactional: they are not checked here (memory_state.hpp).
 #pragma once
 
 #include "call_context.hpp"
@@ -29,10 +35,14 @@ void written_limits_init();
 void note_written_limit(const CallContext &context, const text *name, const core::Limit &named);
 // One key of a limit with overrides, decided under `effective` (its override applied, or the limit's).
 void note_written_key(const text *name, const text *key, const core::Limit &effective);
+// A key of a limit without overrides, decided under the limit's definition and not noted one by one: if
+// an override is set meanwhile, the commit cannot tell whether it is this key's.
+void note_unnoted_key(const text *name);
 
-// This transaction changed the limit (all its keys, or one key's override): nothing to check of it.
-void forget_written_limit(const text *name);
-void forget_written_key(const text *name, const text *key);
+// The limit's lock for a change (limit_lock.hpp's ExclusiveLock, a bounded wait: lock_waits.hpp), then
+// what this transaction decided of the limit so far checked as its commit would check it: ERROR 40001 if
+// a change committed meanwhile.
+void lock_limit_for_change(const text *name);
 
 // Whether two definitions decide and store a key alike (jitter and shadow aside).
 bool same_decisions(const core::Limit &a, const core::Limit &b);

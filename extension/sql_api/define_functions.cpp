@@ -1,8 +1,9 @@
 // rate_limit_define and rate_limit_drop: the named limits in rate_limit_config.
 //
 // Cold paths, so they run one-off SQL in the extension's schema (extension_sql.hpp; parameters only,
-// never spliced input). Every argument is validated before the first write. The table's row trigger takes
-// the limit's lock (limit_lock.hpp) as soon as its row changes.
+// never spliced input). Every argument is validated before the first write. Locks, each wait bounded
+// (lock_waits.hpp): the limit's row, then its stored keys and the limit's lock (state/stored_keys.hpp),
+// which the table's row trigger takes too, for changes made by hand.
 #include <cmath>
 
 #include "call_context.hpp"
@@ -19,6 +20,7 @@
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
+#include "lock_waits.hpp"
 #include "message_text.hpp"
 #include "state/memory_state.hpp"
 #include "state/state_relations.hpp"
@@ -93,17 +95,19 @@ Datum define_body(FunctionCallInfo fcinfo) {
     // Lock the existing definition (if any): what its keys hold is carried over to the new one, or not.
     Oid name_type[] = {TEXTOID};
     Datum name_value[] = {PointerGetDatum(name)};
-    extension_sql_run("SELECT " LIMIT_COLUMNS
-                      " FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-                      1, name_type, name_value, nullptr, false, SPI_OK_SELECT);
+    with_bounded_lock_waits(WaitFor{name, nullptr}, [&] {
+        extension_sql_run("SELECT " LIMIT_COLUMNS
+                          " FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+                          1, name_type, name_value, nullptr, false, SPI_OK_SELECT);
+    });
     const bool existed = SPI_processed == 1;
     // A row with a NULL where a value belongs (after a DBA's ALTER TABLE) is replaced: its keys start afresh.
     const bool old_complete = existed && limit_row_complete(SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
     const core::Limit old = old_complete ? limit_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc) : core::Limit{};
     if (old_complete) require_concurrency_kept(old, limit, text_to_cstring(name));  // the row trigger's check, first
-    // The stored keys are locked before the definition's row changes (stored_keys.hpp): the wait for the
+    // The stored keys are locked before the limit's lock is taken (stored_keys.hpp): the wait for the
     // transactions holding them holds up nobody else.
-    if (existed) lock_stored_keys(context, name, nullptr);
+    if (existed) lock_keys_and_limit(context, name, nullptr);
     // Keys start afresh, under a new epoch, when asked to, when their numbers would mean something else
     // (another algorithm, unless it converts; another split over shards), or when their state would have
     // to move to another storage.
@@ -146,6 +150,7 @@ Datum define_body(FunctionCallInfo fcinfo) {
                           ' '};
     // The row trigger turns an insert of 'default' over the shipped row into an update of that row; ON
     // CONFLICT covers a redefinition and a concurrent first definition of the same name.
+    const int changes_queued = memory_state_changes_queued();
     extension_sql_run(
         "INSERT INTO rate_limit_config (name, algorithm, rate, period, capacity, max_reserved, start, shards, storage,"
         " epoch, jitter, time_zone, shadow) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
@@ -156,7 +161,7 @@ Datum define_body(FunctionCallInfo fcinfo) {
         " time_zone = EXCLUDED.time_zone, shadow = EXCLUDED.shadow",
         13, types, values, nulls, false, SPI_OK_INSERT);
     // The keys are carried over below, not refreshed as an UPDATE by hand would have them (memory_state.hpp).
-    memory_state_cancel_refresh(name);
+    memory_state_cancel_refresh(name, changes_queued);
     // Per-key overrides stay, and must fit the new definition (override_hooks.hpp).
     const OverrideSet *overrides = overrides_for_definition(context, name, existed, limit);
     if (existed && fresh) {
@@ -167,8 +172,6 @@ Datum define_body(FunctionCallInfo fcinfo) {
         else
             rescale_stored_keys(context, name, old, limit, rule, overrides);
     }
-    // This transaction's own keys of the limit were rewritten with the rest (written_limits.hpp).
-    forget_written_limit(name);
     extension_sql_end(sql_token);
     PG_RETURN_VOID();
 }
@@ -183,16 +186,19 @@ Datum drop_body(FunctionCallInfo fcinfo) {
                         errhint("Redefine it with rate_limit_define('default', ...) instead.")));
     require_usable_config_table(context.extension, context.schema, RowExclusiveLock);
     const int sql_token = extension_sql_begin(context.schema);
-    lock_stored_keys(context, name, nullptr);  // before the row's change takes the limit's lock
     Oid types[] = {TEXTOID};
     Datum values[] = {PointerGetDatum(name)};
-    extension_sql_run("DELETE FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1", 1, types, values,
-                      nullptr, false, SPI_OK_DELETE);
+    with_bounded_lock_waits(WaitFor{name, nullptr}, [&] {
+        extension_sql_run("SELECT FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE", 1,
+                          types, values, nullptr, false, SPI_OK_SELECT);
+    });
     if (SPI_processed == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", name_string)));
+    lock_keys_and_limit(context, name, nullptr);  // before the row's change, which takes the limit's lock too
+    extension_sql_run("DELETE FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1", 1, types, values,
+                      nullptr, false, SPI_OK_DELETE);
     delete_stored_keys(context, name);
     overrides_drop(context, name);
-    forget_written_limit(name);
     extension_sql_end(sql_token);
     PG_RETURN_VOID();
 }

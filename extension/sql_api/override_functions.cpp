@@ -5,9 +5,10 @@
 // an override carries the key's state from its old limit to its new one (core/rescale.hpp): its rows in
 // the same transaction, each locked as it is read; its memory entries when the transaction commits.
 //
-// Locks, in the order rate_limit_define takes them too (so neither can deadlock the other): the limit's
-// row in rate_limit_config FOR SHARE (a redefinition, which validates every override against the new
-// definition, waits for the override to commit, and the reverse), then the limit's lock (limit_lock.hpp:
+// Locks, in the order rate_limit_define takes them too (so neither can deadlock the other), each wait
+// bounded (lock_waits.hpp): the limit's row in rate_limit_config FOR SHARE (a redefinition, which
+// validates every override against the new definition, waits for the override to commit, and the
+// reverse), then the key's stored rows and the limit's lock (state/stored_keys.hpp, limit_lock.hpp:
 // rate_limit_cleanup never judges a key full with an override that changes under it; concurrent override
 // changes of one limit take turns, each reading the one before).
 #include <cmath>
@@ -29,7 +30,7 @@
 #include "core/validate.hpp"
 #include "cpp_boundary.hpp"
 #include "extension_sql.hpp"
-#include "limit_lock.hpp"
+#include "lock_waits.hpp"
 #include "message_text.hpp"
 #include "state/memory_state.hpp"
 #include "state/state_access.hpp"
@@ -54,15 +55,19 @@ text *limit_name_arg(FunctionCallInfo fcinfo, int argno) {
 core::Limit locked_limit(const CallContext &context, const text *name, const text *key) {
     Oid types[] = {TEXTOID};
     Datum values[] = {PointerGetDatum(name)};
-    extension_sql_run("SELECT FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE", 1, types,
-                      values, nullptr, false, SPI_OK_SELECT);
+    with_bounded_lock_waits(WaitFor{name, nullptr}, [&] {
+        extension_sql_run("SELECT FROM ONLY rate_limit_config WHERE name OPERATOR(pg_catalog.=) $1 FOR SHARE", 1, types,
+                          values, nullptr, false, SPI_OK_SELECT);
+    });
     core::Limit limit;
     if (SPI_processed == 0 || !limit_read(PointerGetDatum(name), GetLatestSnapshot(), &limit))
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("rate limit \"%s\" does not exist", text_to_cstring(name)),
                  errhint("Define it with rate_limit_define().")));
-    if (limit.storage != core::Storage::memory) lock_stored_keys(context, name, key);
-    lock_limit_for_change(name);
+    if (limit.storage == core::Storage::memory)
+        lock_limit_for_change(name);
+    else
+        lock_keys_and_limit(context, name, key);
     return limit;
 }
 
@@ -70,10 +75,12 @@ core::Limit locked_limit(const CallContext &context, const text *name, const tex
 bool locked_override(const text *name, const text *key, Override *value) {
     Oid types[] = {TEXTOID, TEXTOID};
     Datum values[] = {PointerGetDatum(name), PointerGetDatum(key)};
-    extension_sql_run(
-        "SELECT rate, capacity, max_reserved FROM ONLY rate_limit_override"
-        " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2 FOR UPDATE",
-        2, types, values, nullptr, false, SPI_OK_SELECT);
+    with_bounded_lock_waits(WaitFor{name, nullptr}, [&] {
+        extension_sql_run(
+            "SELECT rate, capacity, max_reserved FROM ONLY rate_limit_override"
+            " WHERE limit_name OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2 FOR UPDATE",
+            2, types, values, nullptr, false, SPI_OK_SELECT);
+    });
     if (SPI_processed == 0) return false;
     *value = override_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
     return true;
@@ -81,10 +88,10 @@ bool locked_override(const text *name, const text *key, Override *value) {
 
 // Carries the key's state from `from` to `to` (both of the same algorithm and shards: an override changes
 // neither): table rows now (stored_keys.hpp), memory entries when the transaction commits. `reset`: the key
-// starts full. This transaction's own rows of the key are rewritten with the rest (written_limits.hpp).
+// starts full. This transaction's own rows of the key are rewritten with the rest: taking the limit's lock
+// made sure they were written under `from` (catalog/written_limits.hpp).
 void carry_key_state(const CallContext &context, const text *name, const text *key, const core::Limit &from,
                      const core::Limit &to, core::Rescale rule) {
-    forget_written_key(name, key);
     if (rule != core::Rescale::reset && !core::rescale_rewrites(from, to)) return;
     if (to.storage == core::Storage::memory) {
         const MemoryKeyLimits keys[] = {{VARDATA_ANY(key), static_cast<int>(VARSIZE_ANY_EXHDR(key)), from, to}};

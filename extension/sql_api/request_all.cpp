@@ -38,6 +38,7 @@
 #include "message_text.hpp"
 #include "state/decide_key.hpp"
 #include "state/memory_state.hpp"
+#include "subtransaction.hpp"
 
 namespace pg_ratelimit {
 namespace {
@@ -48,7 +49,7 @@ struct Triple {
     text *key;
     text *limit_name;
     double cost;
-    core::Limit limit;  // the key's own (its override, if any)
+    core::Limit limit;  // the key's own (its override, if any), then the one it was decided under
 };
 
 // The columns the function returns: ("position", key, limit_name), then rate_limit_decision's (allowed,
@@ -154,11 +155,11 @@ void require_repeats_fit(const Triple *sorted, int count) {
 
 // Gives back what the memory triples order[first..end) took (they allowed: end is at most the first
 // denial), last first. Not interruptible: it must finish once begun.
-void refund_memory_takes(const CallContext &context, const Triple *triples, const int *order,
-                         const core::Outcome *outcomes, int first, int end) {
+void refund_memory_takes(const CallContext &context, Triple *triples, const int *order, const core::Outcome *outcomes,
+                         int first, int end) {
     HOLD_INTERRUPTS();
     for (int n = end - 1; n >= first; --n) {
-        const Triple &triple = triples[order[n]];
+        Triple &triple = triples[order[n]];
         if (outcomes[order[n]].shadow_denied) continue;  // allowed, but nothing was taken
         (void)decide_key(context, triple.limit, triple.limit_name, triple.key, SettleMode::refund, triple.cost, false);
     }
@@ -169,7 +170,7 @@ void refund_memory_takes(const CallContext &context, const Triple *triples, cons
 // first denial (denied_at, if an earlier triple denied) and checking from then on. Memory entries do not
 // roll back: an error or a cancel among them first gives back what the ones before it took. Returns the
 // first denial's index in `order`, or count. No C++ object is alive across the PG_TRY (cpp_boundary.hpp).
-int decide_memory_triples(const CallContext &context, const Triple *triples, const int *order, int first, int count,
+int decide_memory_triples(const CallContext &context, Triple *triples, const int *order, int first, int count,
                           int denied_at, core::Outcome *outcomes) {
     const MemoryContext memory = CurrentMemoryContext;
     volatile int decided = first;  // order[first..decided) are decided
@@ -178,7 +179,7 @@ int decide_memory_triples(const CallContext &context, const Triple *triples, con
     {
         for (int n = first; n < count; ++n) {
             CHECK_FOR_INTERRUPTS();
-            const Triple &triple = triples[order[n]];
+            Triple &triple = triples[order[n]];
             const SettleMode mode = denied < count ? SettleMode::check : SettleMode::request;
             outcomes[order[n]] =
                 decide_key(context, triple.limit, triple.limit_name, triple.key, mode, triple.cost, false);
@@ -205,13 +206,12 @@ int decide_memory_triples(const CallContext &context, const Triple *triples, con
 // Decides every triple in the order of `order` (indexes into triples; table triples first), requesting
 // until the first denial and checking from then on; outcomes[i] for triples[i]. Returns the index in
 // `order` of the first denied triple, or count when all allowed.
-int decide_in_order(const CallContext &context, const Triple *triples, const int *order, int count,
-                    core::Outcome *outcomes) {
+int decide_in_order(const CallContext &context, Triple *triples, const int *order, int count, core::Outcome *outcomes) {
     int denied_at = count;
     int n = 0;
     for (; n < count && triples[order[n]].limit.storage != core::Storage::memory; ++n) {
         CHECK_FOR_INTERRUPTS();  // the table writes roll back with the statement or the subtransaction
-        const Triple &triple = triples[order[n]];
+        Triple &triple = triples[order[n]];
         const SettleMode mode = denied_at < count ? SettleMode::check : SettleMode::request;
         outcomes[order[n]] = decide_key(context, triple.limit, triple.limit_name, triple.key, mode, triple.cost, false);
         if (denied_at == count && !outcomes[order[n]].allowed) denied_at = n;
@@ -220,36 +220,14 @@ int decide_in_order(const CallContext &context, const Triple *triples, const int
 }
 
 // decide_in_order inside an internal subtransaction, released when every triple allowed and rolled back
-// otherwise (or on an error, which is then raised again). No C++ object is alive across the PG_TRY
-// (cpp_boundary.hpp).
-int decide_in_subtransaction(const CallContext &context, const Triple *triples, const int *order, int count,
+// otherwise (or on an error, which is then raised again).
+int decide_in_subtransaction(const CallContext &context, Triple *triples, const int *order, int count,
                              core::Outcome *outcomes) {
-    const MemoryContext memory = CurrentMemoryContext;
-    const ResourceOwner owner = CurrentResourceOwner;
-    BeginInternalSubTransaction(nullptr);
-    MemoryContextSwitchTo(memory);
-    volatile int denied_at = count;
-    PG_TRY();
-    {
+    int denied_at = count;
+    (void)in_subtransaction([&] {
         denied_at = decide_in_order(context, triples, order, count, outcomes);
-        if (denied_at == count)
-            ReleaseCurrentSubTransaction();
-        else
-            RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(memory);
-        CurrentResourceOwner = owner;
-    }
-    PG_CATCH();
-    {
-        MemoryContextSwitchTo(memory);
-        ErrorData *error = CopyErrorData();
-        FlushErrorState();
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(memory);
-        CurrentResourceOwner = owner;
-        ReThrowError(error);
-    }
-    PG_END_TRY();
+        return denied_at == count ? SubtransactionEnd::keep : SubtransactionEnd::roll_back;
+    });
     return denied_at;
 }
 

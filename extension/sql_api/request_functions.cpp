@@ -29,10 +29,11 @@ Datum decide(FunctionCallInfo fcinfo, SettleMode mode) {
     const bool reserve = mode == SettleMode::request && !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
 
     // A check writes nothing: it needs no writer's lock on its limit.
-    const core::Limit limit =
+    core::Limit limit =
         limit_for_key(context, limit_name, key, mode == SettleMode::check ? KeyUse::read : KeyUse::write);
     require_cost_fits(limit, cost, limit_name);
-    return decision_datum(context, limit, decide_key(context, limit, limit_name, key, mode, cost, reserve));
+    const core::Outcome outcome = decide_key(context, limit, limit_name, key, mode, cost, reserve);
+    return decision_datum(context, limit, outcome);
 }
 
 // The keys of a batch and what it decided about them, in the order given.
@@ -40,7 +41,7 @@ struct Batch {
     int count;
     text *limit_name;
     text **keys;
-    const core::Limit *limits;  // each key's own (its override, if any)
+    core::Limit *limits;  // each key's own (its override, if any), then the one it was decided under
     double *costs;
     core::Outcome *outcomes;
 };
@@ -184,7 +185,7 @@ Datum throttle_body(FunctionCallInfo fcinfo) {
                         errmsg("pg_ratelimit cannot return these columns: they are not (limited integer, limit bigint,"
                                " remaining bigint, retry_after bigint, reset_after bigint)"),
                         errhint("Re-create the extension.")));
-    const core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
+    core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
     require_cost_fits(limit, cost, limit_name);
     const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
     Datum values[5];
@@ -225,10 +226,11 @@ Datum reserve_body(FunctionCallInfo fcinfo) {
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     const double cost = cost_arg(fcinfo, 2);
     const core::Micros max_wait = max_wait_arg(fcinfo, 3);
-    const core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
+    core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
     require_cost_fits(limit, cost, limit_name);
-    return decision_datum(context, limit,
-                          decide_key(context, limit, limit_name, key, SettleMode::request, cost, true, max_wait));
+    const core::Outcome outcome =
+        decide_key(context, limit, limit_name, key, SettleMode::request, cost, true, max_wait);
+    return decision_datum(context, limit, outcome);
 }
 
 Datum request_body(FunctionCallInfo fcinfo) { return decide(fcinfo, SettleMode::request); }
@@ -267,7 +269,7 @@ Datum enforce_body(FunctionCallInfo fcinfo) {
     text *limit_name = required_text_arg(fcinfo, 1, "limit_name");
     const double cost = cost_arg(fcinfo, 2);
     // The key's own limit (its override, if any: per-key tiers), as every decision function.
-    const core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
+    core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
     require_cost_fits(limit, cost, limit_name);
     const core::Outcome outcome = decide_key(context, limit, limit_name, key, SettleMode::request, cost, false);
     if (!outcome.allowed) raise_rate_limit_exceeded(limit_name, key, outcome.retry_after);
@@ -300,7 +302,7 @@ Datum settle_reservation_body(FunctionCallInfo fcinfo) {
     const double reserved = settled_amount_arg(fcinfo, 2, "reserved");
     const double actual = settled_amount_arg(fcinfo, 3, "actual");
     // The key's own limit (its override, if any: per-key tiers), as every decision function.
-    const core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
+    core::Limit limit = limit_for_key(context, limit_name, key, KeyUse::write);
     // No request can have reserved more than a (shard's) capacity.
     if (reserved > 0 && core::validate_cost(limit, reserved) == core::CostProblem::exceeds_capacity)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -311,9 +313,9 @@ Datum settle_reservation_body(FunctionCallInfo fcinfo) {
                         errdetail("No request can have reserved that much.")));
     const bool gives_back = actual < reserved;
     const double difference = gives_back ? reserved - actual : actual - reserved;
-    return decision_datum(context, limit,
-                          decide_key(context, limit, limit_name, key,
-                                     gives_back ? SettleMode::refund : SettleMode::take, difference, false));
+    const core::Outcome outcome = decide_key(context, limit, limit_name, key,
+                                             gives_back ? SettleMode::refund : SettleMode::take, difference, false);
+    return decision_datum(context, limit, outcome);
 }
 
 }  // namespace

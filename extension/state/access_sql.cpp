@@ -19,6 +19,7 @@
 // raises 40001. Numbers are compared bit for bit: they are the ones just read.
 #include "extension_sql.hpp"
 #include "state/state_access.hpp"
+#include "subtransaction.hpp"
 
 namespace pg_ratelimit {
 
@@ -39,35 +40,16 @@ bool insert_row(const StateTarget &target, int16 shard, const core::State &next)
 }
 
 // The insert in a subtransaction of its own, a unique violation reported as a lost race: for while a unique
-// index is being built or retired concurrently (StateRelations::unique_index_in_flux). No C++ object is
-// alive across the PG_TRY, as the C++/PostgreSQL boundary requires (cpp_boundary.hpp).
+// index is being built or retired concurrently (StateRelations::unique_index_in_flux).
 bool insert_row_guarded(const StateTarget &target, int16 shard, const core::State &next) {
-    const MemoryContext context = CurrentMemoryContext;
-    const ResourceOwner owner = CurrentResourceOwner;
-    BeginInternalSubTransaction(nullptr);
-    MemoryContextSwitchTo(context);
     bool inserted = false;
-    PG_TRY();
-    {
-        inserted = insert_row(target, shard, next);
-        ReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(context);
-        CurrentResourceOwner = owner;
-    }
-    PG_CATCH();
-    {
-        MemoryContextSwitchTo(context);
-        ErrorData *error = CopyErrorData();
-        FlushErrorState();
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(context);
-        CurrentResourceOwner = owner;
-        if (error->sqlerrcode != ERRCODE_UNIQUE_VIOLATION) ReThrowError(error);
-        FreeErrorData(error);
-        inserted = false;
-    }
-    PG_END_TRY();
-    return inserted;
+    const bool returned = in_subtransaction(
+        [&] {
+            inserted = insert_row(target, shard, next);
+            return SubtransactionEnd::keep;
+        },
+        ERRCODE_UNIQUE_VIOLATION);
+    return returned && inserted;
 }
 
 }  // namespace

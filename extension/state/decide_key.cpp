@@ -29,9 +29,9 @@ void require_cost_fits(const core::Limit &limit, double cost, const text *limit_
                     errhint("Lower the cost, or raise the limit's capacity with rate_limit_define().")));
 }
 
-core::Outcome decide_key(const CallContext &context, const core::Limit &limit, text *limit_name, text *key,
-                         SettleMode mode, double cost, bool reserve, core::Micros max_wait) {
-    core::Limit current = limit;
+core::Outcome decide_key(const CallContext &context, core::Limit &limit, text *limit_name, text *key, SettleMode mode,
+                         double cost, bool reserve, core::Micros max_wait) {
+    core::Limit &current = limit;
     bool accept_other_numbers = false;
     for (int attempt = 0;; ++attempt) {
         const core::Micros origin = core::key_origin(current, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));

@@ -15,9 +15,10 @@ void require_cost_fits(const core::Limit &limit, double cost, const text *limit_
 
 // One key's decision through settle() (settle.hpp); the cost has been checked against the limit. A denial's
 // retry_after is jittered when the limit asks for it. A memory limit's key met under other numbers than
-// `limit`'s is decided under the limit's definition read again (a change committed meanwhile).
-core::Outcome decide_key(const CallContext &context, const core::Limit &limit, text *limit_name, text *key,
-                         SettleMode mode, double cost, bool reserve, core::Micros max_wait = core::MAX_DURATION);
+// `limit`'s is decided under the limit's definition read again (a change committed meanwhile), which
+// `limit` then holds: what the decision is reported under.
+core::Outcome decide_key(const CallContext &context, core::Limit &limit, text *limit_name, text *key, SettleMode mode,
+                         double cost, bool reserve, core::Micros max_wait = core::MAX_DURATION);
 
 // The order in which a call that locks several keys' rows takes them (memcmp of the bytes, then the
 // length), whatever order its caller named them in: callers that share rows take them in one order and

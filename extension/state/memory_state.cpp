@@ -926,11 +926,13 @@ void memory_wait_for_change(const text *limit_name) {
     ConditionVariableCancelSleep();
 }
 
-void memory_state_cancel_refresh(const text *limit_name) {
+int memory_state_changes_queued() { return pending_count; }
+
+void memory_state_cancel_refresh(const text *limit_name, int since) {
     char name[MAX_LIMIT_NAME_BYTES + 1];
     text_to_cstring_buffer(limit_name, name, sizeof(name));
-    int kept = 0;
-    for (int i = 0; i < pending_count; ++i)
+    int kept = since;
+    for (int i = since; i < pending_count; ++i)
         if (!(pending[i].refresh && strcmp(pending[i].name, name) == 0)) pending[kept++] = pending[i];
     pending_count = kept;
 }

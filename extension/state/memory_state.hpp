@@ -53,8 +53,11 @@ void memory_state_rescale_at_commit(const text *limit_name, const core::Limit &f
 // `to` (never earlier than before).
 void memory_state_refresh_at_commit(const text *limit_name, const core::Limit &from, const core::Limit &to);
 
-// rate_limit_define carries the keys over itself: the refresh its row's change asked for goes.
-void memory_state_cancel_refresh(const text *limit_name);
+// rate_limit_define carries the keys over itself: the refresh its row's change asked for goes (only that
+// one: an UPDATE by hand earlier in the transaction still relabels the entries made before it). `since`:
+// memory_state_changes_queued() before the row's change.
+int memory_state_changes_queued();
+void memory_state_cancel_refresh(const text *limit_name, int since);
 
 // Waits while a change of the limit is committing (its entries being carried over to the new definition).
 void memory_wait_for_change(const text *limit_name);
