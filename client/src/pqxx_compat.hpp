@@ -20,7 +20,9 @@
 //   pqxx::row_ref and pqxx::field_ref, which refer into the result (keep it alive) and do not convert to
 //   row/field implicitly: RowRef and FieldRef below.
 // - An error's SQLSTATE and query: const std::string & in 6.4 and 7, std::string_view in 8: sqlstate()
-//   and query() below return a std::string.
+//   and query() below return a std::string. Its what(): the server's text in 6.4; from 7 on, for a
+//   prepared statement (and its preparation), "Failure during '<statement name>': " and the server's text:
+//   server_text() below.
 // - The server's port: port() is deprecated in 8 (port_number(), an optional<int>): port() below.
 // - Silencing notices. 6.4: an errorhandler object registered on the connection (7.10 deprecates
 //   errorhandlers); 7.10 and 8: a notice handler function: QuietNotices below.
@@ -149,6 +151,20 @@ inline void prepare_now(Connection &connection, const std::string &name, const s
 // The error's SQLSTATE ("" when the server gave none) and the statement it came from.
 inline std::string sqlstate(const pqxx::sql_error &error) { return std::string(error.sqlstate()); }
 inline std::string query(const pqxx::sql_error &error) { return std::string(error.query()); }
+
+// The server's text of the error, as libpq gives it ("ERROR:  primary\nDETAIL:  ...\n"): what(), less the
+// "Failure during '<statement name>': " that libpqxx 7 and 8 put before it for prepared statements.
+inline std::string server_text(const pqxx::sql_error &error) {
+    std::string text = error.what();
+#if PQXX_VERSION_MAJOR >= 7
+    const std::string prefix = "Failure during '";
+    if (text.compare(0, prefix.size(), prefix) == 0) {
+        const std::size_t end = text.find("': ", prefix.size());
+        if (end != std::string::npos) text.erase(0, end + 3);
+    }
+#endif
+    return text;
+}
 
 // The port libpq reports for connection ("" when none).
 inline std::string port(Connection &connection) {  // non-const: 6.4's port() is
