@@ -71,6 +71,16 @@ if [ "${1:-}" = --inside ]; then
     exit 0
 fi
 
+# Passes its input on and shows it on stderr (through the inherited descriptor: tee /dev/stderr would reopen
+# a redirected stderr file and write over it).
+show() {
+    local line
+    while IFS= read -r line; do
+        printf '%s\n' "$line" >&2
+        printf '%s\n' "$line"
+    done
+}
+
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || versions=(15 17 18)
 results=$(mktemp)
@@ -78,7 +88,7 @@ trap 'rm -f "$results"' EXIT
 for version in "${versions[@]}"; do
     log "libpqxx of PostgreSQL $version's Debian"
     case $version in
-        15) PG_MAJOR=15 bash "$0" --inside 15 "$ROOT/build-client-matrix" | tee -a /dev/stderr |
+        15) PG_MAJOR=15 bash "$0" --inside 15 "$ROOT/build-client-matrix" | show |
                 sed -n "s/^RESULT/$version/p" >>"$results" ;;
         17 | 18)
             "$ROOT/scripts/matrix_root.sh" make "$version"
@@ -91,7 +101,7 @@ for version in "${versions[@]}"; do
                 as_root tar -xf - -C "$dir/tree"
             "$ROOT/scripts/matrix_root.sh" run "$version" \
                 "PG_MAJOR=$version bash /build/pg_ratelimit-client/tree/scripts/client_matrix.sh --inside $version /build/pg_ratelimit-client/build" |
-                tee -a /dev/stderr | sed -n "s/^RESULT/$version/p" >>"$results"
+                show | sed -n "s/^RESULT/$version/p" >>"$results"
             ;;
         *) die "no libpqxx for PostgreSQL $version here (15: the host's, 17 and 18: the roots')" ;;
     esac
