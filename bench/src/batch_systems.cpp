@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "pqxx_compat.hpp"
 #include "systems.hpp"
 
 namespace bench {
@@ -47,7 +48,7 @@ class ManyWorker : public Worker {
             literal_ += keys_[next_random(state_) % keys_.size()];
         }
         literal_ += '}';
-        const pqxx::result r = tx_->exec_prepared("q", literal_, limit_);
+        const pqxx::result r = pg_ratelimit::compat::exec_prepared(*tx_, "q", literal_, limit_);
         if (r.size() != 1 || r[0][0].as<long>() != batch_)
             throw std::runtime_error("rate_limit_request_many returned " +
                                      (r.empty() ? "no" : r[0][0].as<std::string>()) + " rows for " +

@@ -9,7 +9,7 @@ Meta storage_footprint(pqxx::transaction_base &tx, const std::string &when) {
     // Durable and unlogged: the table with its TOAST table and both indexes (pg_total_relation_size);
     // memory: the whole shared memory segment of the mode.
     const pqxx::result r = tx.exec("SELECT storage, entries, capacity, bytes FROM rate_limit_storage ORDER BY storage");
-    for (const pqxx::row &row : r) {
+    for (const auto &row : r) {
         const auto entries = row[1].as<long long>(0);
         if (entries == 0) continue;
         const auto bytes = row[3].as<long long>(0);

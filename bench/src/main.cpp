@@ -23,6 +23,7 @@
 
 #include "bench.hpp"
 #include "footprint.hpp"
+#include "pqxx_compat.hpp"
 #include "report.hpp"
 #include "systems.hpp"
 
@@ -32,6 +33,8 @@
 
 namespace bench {
 namespace {
+
+namespace compat = pg_ratelimit::compat;
 
 struct Options {
     std::string mode = "full";
@@ -370,9 +373,9 @@ void prepare_database(pqxx::connection &admin, const Options &o, Meta &footprint
 // at most 5).
 void remove_new_keys(pqxx::connection &admin) {
     pqxx::nontransaction tx(admin);
-    tx.exec0("DELETE FROM rate_limit_state WHERE length(key) = 20");
-    tx.exec0("DELETE FROM rate_limiting_token_bucket WHERE length(id) = 20");
-    tx.exec0("VACUUM rate_limit_state, rate_limiting_token_bucket");
+    compat::exec0(tx, "DELETE FROM rate_limit_state WHERE length(key) = 20");
+    compat::exec0(tx, "DELETE FROM rate_limiting_token_bucket WHERE length(id) = 20");
+    compat::exec0(tx, "VACUUM rate_limit_state, rate_limiting_token_bucket");
 }
 
 // Server settings are changed as an operator would (ALTER SYSTEM + reload); new backends must see the
@@ -387,14 +390,15 @@ void set_server_setting(pqxx::connection &admin, const Options &o, const std::st
             tx.exec("ALTER SYSTEM SET " + tx.quote_name(name) + " = " + tx.quote(value));
         tx.exec("SELECT pg_reload_conf()");
         // What SHOW prints once the reload is seen (e.g. '0' for 0 bytes, the default for a reset).
-        want = value.empty() ? tx.exec1("SELECT boot_val FROM pg_settings WHERE name = " + tx.quote(name))[0].c_str()
-                             : value;
+        want = value.empty()
+                   ? compat::exec1(tx, "SELECT boot_val FROM pg_settings WHERE name = " + tx.quote(name))[0].c_str()
+                   : value;
     }
     for (int i = 0; i < 200; ++i) {
         pqxx::connection probe(o.params.conninfo);
         pqxx::nontransaction tx(probe);
-        const pqxx::row row = tx.exec1("SELECT setting, current_setting(" + tx.quote(name) +
-                                       ") FROM pg_settings WHERE name = " + tx.quote(name));
+        const pqxx::row row = compat::exec1(tx, "SELECT setting, current_setting(" + tx.quote(name) +
+                                                    ") FROM pg_settings WHERE name = " + tx.quote(name));
         if (row[0].as<std::string>() == want || row[1].as<std::string>() == want) return;
         std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
@@ -429,15 +433,15 @@ Meta collect_meta(pqxx::connection &admin, const Options &o, const std::string &
                                      std::to_string(std::thread::hardware_concurrency()) + " cores, " + mem + ", " +
                                      os + ", Linux " + u.release);
     pqxx::nontransaction tx(admin);
-    meta.emplace_back("postgresql", tx.exec1("SELECT version()")[0].as<std::string>());
+    meta.emplace_back("postgresql", compat::exec1(tx, "SELECT version()")[0].as<std::string>());
     meta.emplace_back(
         "pg_ratelimit",
-        tx.exec1("SELECT extversion FROM pg_extension WHERE extname = 'pg_ratelimit'")[0].as<std::string>());
+        compat::exec1(tx, "SELECT extversion FROM pg_extension WHERE extname = 'pg_ratelimit'")[0].as<std::string>());
     std::string settings;
     for (const char *name :
          {"shared_buffers", "fsync", "wal_sync_method", "max_wal_size", "checkpoint_timeout", "autovacuum"}) {
         settings += std::string(settings.empty() ? "" : ", ") + name + "=" +
-                    tx.exec1(std::string("SHOW ") + name)[0].as<std::string>();
+                    compat::exec1(tx, std::string("SHOW ") + name)[0].as<std::string>();
     }
     meta.emplace_back("server settings", settings);
     meta.emplace_back("redis", o.redis.empty() ? "not measured" : redis_version + " (no persistence)");

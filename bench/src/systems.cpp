@@ -7,6 +7,8 @@
 #include <thread>
 #include <utility>
 
+#include "pqxx_compat.hpp"
+
 #ifdef BENCH_HAVE_CLIENT
 #include <pg_ratelimit/client.hpp>
 #endif
@@ -16,14 +18,16 @@
 
 namespace bench {
 
+namespace compat = pg_ratelimit::compat;
+
 // Starts a new connection's session, before any transaction object holds it: names it after its system
 // ("bench:ID" in pg_stat_activity.application_name and in the server log's %a, which is how
 // bench/serializable_conflicts.sh attributes predicate locks and errors), then runs the system's session
 // setting (e.g. SQL_PATH_SETTING; nullptr: none). Session-level settings stay for the connection's life.
 void start_session(pqxx::connection &conn, const std::string &system_id, const char *setting) {
     pqxx::nontransaction tx(conn);
-    tx.exec0("SET application_name = " + tx.quote("bench:" + system_id));
-    if (setting != nullptr) tx.exec0(setting);
+    compat::exec0(tx, "SET application_name = " + tx.quote("bench:" + system_id));
+    if (setting != nullptr) compat::exec0(tx, setting);
 }
 
 namespace {
@@ -144,7 +148,7 @@ bool run_serializable(pqxx::connection &conn, F &&fn, const RetryPolicyT &policy
         bool serialization = true;
         try {
             pqxx::work tx{conn};
-            tx.exec0("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE");
+            compat::exec0(tx, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE");
             const bool result = fn(tx);
             tx.commit();
             return result;
@@ -266,7 +270,7 @@ std::unique_ptr<System> ext_serializable(std::string id, std::string label, cons
     return std::make_unique<SerializableSystem>(
         std::move(id), std::move(label) + " [LOCAL retry loop]", p, EXT_SQL,
         [limit = p.limit](pqxx::work &tx, const std::string &key) {
-            return first_is_true(tx.exec_prepared("q", key, limit));
+            return first_is_true(compat::exec_prepared(tx, "q", key, limit));
         },
         session);
 }
@@ -358,20 +362,21 @@ class RedisSystem : public System {
 std::unique_ptr<System> make_select1(const Params &p) {
     return std::make_unique<PgSystem>(
         "select1", "SELECT 1", p.conninfo, SELECT1_SQL,
-        [](pqxx::transaction_base &tx, const std::string &) { return tx.exec_prepared("q"); }, nullptr);
+        [](pqxx::transaction_base &tx, const std::string &) { return compat::exec_prepared(tx, "q"); }, nullptr);
 }
 
 std::unique_ptr<System> make_update_floor(const Params &p) {
     return std::make_unique<PgSystem>(
         "update", "UPDATE one indexed row", p.conninfo, UPDATE_SQL,
-        [](pqxx::transaction_base &tx, const std::string &key) { return tx.exec_prepared("q", key); }, nullptr);
+        [](pqxx::transaction_base &tx, const std::string &key) { return compat::exec_prepared(tx, "q", key); },
+        nullptr);
 }
 
 std::unique_ptr<System> make_upsert(const Params &p) {
     return std::make_unique<PgSystem>(
         "upsert", "SQL token bucket (INSERT .. ON CONFLICT)", p.conninfo, UPSERT_SQL,
         [refill = p.refill_per_sec, window = p.window_seconds](pqxx::transaction_base &tx, const std::string &key) {
-            return tx.exec_prepared("q", key, refill, window);
+            return compat::exec_prepared(tx, "q", key, refill, window);
         },
         first_non_negative);
 }
@@ -380,7 +385,7 @@ std::unique_ptr<System> make_seed(const Params &p) {
     return std::make_unique<PgSystem>(
         "seed", "seed PL/pgSQL token bucket", p.conninfo, SEED_SQL,
         [refill = p.refill_per_sec, window = p.window_seconds](pqxx::transaction_base &tx, const std::string &key) {
-            return tx.exec_prepared("q", key, refill, window);
+            return compat::exec_prepared(tx, "q", key, refill, window);
         },
         first_non_negative);
 }
@@ -389,7 +394,7 @@ std::unique_ptr<System> make_ext(const Params &p) {
     return std::make_unique<PgSystem>(
         "ext", "rate_limit_request (table)", p.conninfo, EXT_SQL,
         [limit = p.limit](pqxx::transaction_base &tx, const std::string &key) {
-            return tx.exec_prepared("q", key, limit);
+            return compat::exec_prepared(tx, "q", key, limit);
         },
         first_is_true);
 }
@@ -398,7 +403,7 @@ std::unique_ptr<System> make_ext_sql(const Params &p) {
     return std::make_unique<PgSystem>(
         "ext_sql", "rate_limit_request (table), SQL path", p.conninfo, EXT_SQL,
         [limit = p.limit](pqxx::transaction_base &tx, const std::string &key) {
-            return tx.exec_prepared("q", key, limit);
+            return compat::exec_prepared(tx, "q", key, limit);
         },
         first_is_true, SQL_PATH_SETTING);
 }
@@ -410,7 +415,7 @@ std::unique_ptr<System> make_ext_record(const Params &p, const std::string &stor
         durable ? "rate_limit_request as a scalar" : "rate_limit_request (" + storage + ") as a scalar", p.conninfo,
         EXT_RECORD_SQL,
         [limit = storage_limit(p, storage)](pqxx::transaction_base &tx, const std::string &key) {
-            return tx.exec_prepared("q", key, limit);
+            return compat::exec_prepared(tx, "q", key, limit);
         },
         // "(t,999999999,00:00:00,00:00:00,f)"
         [](const pqxx::result &r) { return r.size() == 1 && r[0][0].c_str()[1] == 't'; });
@@ -420,7 +425,7 @@ std::unique_ptr<System> make_ext_denied(const Params &p) {
     return std::make_unique<PgSystem>(
         "ext_denied", "rate_limit_request, denied", p.conninfo, EXT_SQL,
         [limit = p.deny_limit](pqxx::transaction_base &tx, const std::string &key) {
-            return tx.exec_prepared("q", key, limit);
+            return compat::exec_prepared(tx, "q", key, limit);
         },
         first_is_true);
 }
@@ -438,7 +443,9 @@ namespace {
 std::unique_ptr<System> make_ext_variant(const Params &p, const std::string &variant, const std::string &limit) {
     return std::make_unique<PgSystem>(
         "ext_" + variant, "rate_limit_request (" + variant + ")", p.conninfo, EXT_SQL,
-        [limit](pqxx::transaction_base &tx, const std::string &key) { return tx.exec_prepared("q", key, limit); },
+        [limit](pqxx::transaction_base &tx, const std::string &key) {
+            return compat::exec_prepared(tx, "q", key, limit);
+        },
         first_is_true);
 }
 
@@ -453,7 +460,9 @@ std::unique_ptr<System> make_ext_nostats(const Params &p, const std::string &sto
     return std::make_unique<PgSystem>(
         storage == "durable" ? "ext_nostats" : "ext_" + storage + "_nostats",
         "rate_limit_request (" + storage + "), statistics off", p.conninfo, EXT_SQL,
-        [limit](pqxx::transaction_base &tx, const std::string &key) { return tx.exec_prepared("q", key, limit); },
+        [limit](pqxx::transaction_base &tx, const std::string &key) {
+            return compat::exec_prepared(tx, "q", key, limit);
+        },
         first_is_true, STATS_OFF_SETTING);
 }
 
@@ -473,7 +482,7 @@ std::unique_ptr<System> make_seed_serializable(const Params &p) {
     return std::make_unique<SerializableSystem>(
         "seed_ser", "seed PL/pgSQL, SERIALIZABLE + retries", p, SEED_SQL,
         [refill = p.refill_per_sec, window = p.window_seconds](pqxx::work &tx, const std::string &key) {
-            return first_non_negative(tx.exec_prepared("q", key, refill, window));
+            return first_non_negative(compat::exec_prepared(tx, "q", key, refill, window));
         });
 }
 
@@ -505,10 +514,10 @@ void check_access_paths(pqxx::connection &admin, const Params &p) {
     // name) and read the path asked for.
     for (const char *path : {"direct", "sql"}) {
         pqxx::work tx(admin);
-        tx.exec0(std::string("SET LOCAL pg_ratelimit.access_path = ") + path);
+        compat::exec0(tx, std::string("SET LOCAL pg_ratelimit.access_path = ") + path);
         tx.exec("SELECT * FROM rate_limit_request('k1', " + tx.quote(p.limit) + ")");
         const pqxx::row setting =
-            tx.exec1("SELECT vartype, setting FROM pg_settings WHERE name = 'pg_ratelimit.access_path'");
+            compat::exec1(tx, "SELECT vartype, setting FROM pg_settings WHERE name = 'pg_ratelimit.access_path'");
         tx.abort();
         if (setting[0].as<std::string>() != "enum" || setting[1].as<std::string>() != path)
             throw std::runtime_error(std::string("pg_ratelimit.access_path = ") + path + ": the setting reads " +

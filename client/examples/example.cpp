@@ -4,6 +4,9 @@
 //
 // Needs a database with CREATE EXTENSION pg_ratelimit and a role allowed to call rate_limit_define()
 // (the example defines its own limits, all named example_*, and resets its keys, so it can be rerun).
+//
+// Its own SQL uses what libpqxx 6.4, 7 and 8 all have: exec() of a statement, with values quoted by quote()
+// (parameters are spelled exec_params(sql, args...) in 6.4, exec(sql, pqxx::params{args...}) from 7 on).
 #include <atomic>
 #include <chrono>
 #include <iostream>
@@ -24,7 +27,7 @@ void define_limits(pqxx::connection &conn) {
     tx.exec("SELECT rate_limit_define('example_throttle', 10, '1 second', capacity => 1)");
     for (const char *limit : {"example_send_message", "example_hot", "example_failed_login", "example_throttle"})
         for (const char *key : {"user1", "user2", "hot", "203.0.113.7", "worker"})
-            tx.exec_params("SELECT rate_limit_reset($1, $2)", key, limit);
+            tx.exec("SELECT rate_limit_reset(" + tx.quote(key) + ", " + tx.quote(limit) + ")");
     tx.commit();
 }
 
@@ -69,14 +72,14 @@ void inside_a_transaction(pr::Limiter &limiter, const std::string &conninfo) {
     for (int i = 1; i <= 6; ++i) {
         const bool sent = pr::run_transaction(conn, pr::isolation::serializable, [&](pqxx::work &tx) {
             const pr::Decision d = limiter.request(tx, "user2", "example_send_message");
-            if (d.allowed) tx.exec_params("INSERT INTO messages VALUES ($1)", "hello " + std::to_string(i));
+            if (d.allowed) tx.exec("INSERT INTO messages VALUES (" + tx.quote("hello " + std::to_string(i)) + ")");
             return d.allowed;
         });
         std::cout << "  transaction " << i << ": " << (sent ? "message stored" : "rate limited, nothing stored")
                   << "\n";
     }
     pqxx::work tx{conn};
-    std::cout << "  messages table: " << tx.exec1("SELECT count(*) FROM messages")[0].as<int>() << " rows\n";
+    std::cout << "  messages table: " << tx.exec("SELECT count(*) FROM messages")[0][0].as<int>() << " rows\n";
 }
 
 int login(pr::Limiter &limiter, const std::string &ip, bool password_ok) {

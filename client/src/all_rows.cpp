@@ -13,7 +13,7 @@ namespace {
 }
 
 // Compared as bytes with their length: c_str() would stop at a NUL.
-std::string field_bytes(const pqxx::field &field) { return std::string(field.c_str(), field.size()); }
+std::string field_bytes(const compat::FieldRef &field) { return std::string(field.c_str(), field.size()); }
 
 }  // namespace
 
@@ -25,12 +25,12 @@ std::string request_all_sql(const std::string &prefix) {
 }
 
 AllDecision all_decision_from_rows(const pqxx::result &rows, const std::vector<LimitRequest> &requests) {
-    if (rows.size() != requests.size() + 1)
+    if (static_cast<std::size_t>(rows.size()) != requests.size() + 1)  // size_type: unsigned in 6.4, int in 7+
         malformed(std::to_string(rows.size()) + " rows for " + std::to_string(requests.size()) + " requests");
     AllDecision all;
     all.decisions.resize(requests.size());
     std::vector<bool> filled(requests.size() + 1, false);
-    for (const pqxx::row &row : rows) {
+    for (const auto &row : rows) {
         const auto position = row[0].as<std::int64_t>();
         if (position < 0 || static_cast<std::uint64_t>(position) > requests.size())
             malformed("position " + std::to_string(position) + " out of 0.." + std::to_string(requests.size()));

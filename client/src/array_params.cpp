@@ -51,7 +51,7 @@ std::string header(std::size_t count, std::uint32_t element_type, std::size_t to
 
 }  // namespace
 
-pqxx::binarystring text_array_param(const std::vector<std::string> &values) {
+std::string text_array_param(const std::vector<std::string> &values) {
     std::size_t total = HEADER_BYTES;
     for (const std::string &value : values) {
         total += LENGTH_BYTES + value.size();
@@ -62,10 +62,10 @@ pqxx::binarystring text_array_param(const std::vector<std::string> &values) {
         put_u32(out, static_cast<std::uint32_t>(value.size()));
         out += value;
     }
-    return pqxx::binarystring(out);
+    return out;
 }
 
-pqxx::binarystring float8_array_param(const std::vector<double> &values) {
+std::string float8_array_param(const std::vector<double> &values) {
     static_assert(sizeof(double) == sizeof(std::uint64_t) && std::numeric_limits<double>::is_iec559,
                   "float8 is sent as the IEEE 754 bits of a double");
     constexpr std::size_t ELEMENT_BYTES = LENGTH_BYTES + FLOAT8_BYTES;
@@ -80,7 +80,7 @@ pqxx::binarystring float8_array_param(const std::vector<double> &values) {
         put_u32(out, FLOAT8_BYTES);
         put_u64(out, bits);
     }
-    return pqxx::binarystring(out);
+    return out;
 }
 
 }  // namespace pg_ratelimit::detail

@@ -9,11 +9,11 @@
 // (the server converts text elements from the client encoding like any text parameter, and rejects
 // invalid bytes with 22021). float8 elements travel as their IEEE 754 bits: no rounding through text.
 //
-// The values are sent as binary parameters (pqxx::binarystring), so the statement must give the
-// parameter its type ($1::text[], $1::float8[]): array_recv checks the element type it is sent.
+// The functions return the bytes; they are sent as a binary parameter (compat::binary_param: libpqxx's
+// binarystring or bytes), so the statement must give the parameter its type ($1::text[], $1::float8[]):
+// array_recv checks the element type it is sent.
 #pragma once
 
-#include <pqxx/binarystring>
 #include <string>
 #include <vector>
 
@@ -21,9 +21,9 @@ namespace pg_ratelimit::detail {
 
 // A one-dimensional text[] of values (no NULL elements); an empty vector is the empty array. Throws
 // std::length_error beyond what the server accepts in one parameter (1 GB).
-pqxx::binarystring text_array_param(const std::vector<std::string> &values);
+std::string text_array_param(const std::vector<std::string> &values);
 
 // The same for float8[]. Every double is sent as is, NaN and infinities included (the server judges them).
-pqxx::binarystring float8_array_param(const std::vector<double> &values);
+std::string float8_array_param(const std::vector<double> &values);
 
 }  // namespace pg_ratelimit::detail

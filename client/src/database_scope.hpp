@@ -13,12 +13,13 @@
 // the search_path) is the Limiter's, like its cache.
 #pragma once
 
-#include <pqxx/connection_base>
 #include <string>
+
+#include "pqxx_compat.hpp"
 
 namespace pg_ratelimit::detail {
 
 // host '\0' port '\0' database name (none of them can hold NUL, so the parts never run into each other).
-std::string database_scope(pqxx::connection_base &connection);
+std::string database_scope(compat::Connection &connection);
 
 }  // namespace pg_ratelimit::detail

@@ -14,7 +14,7 @@ namespace {
 
 }  // namespace
 
-Decision decision_from_columns(const pqxx::row &row, pqxx::row::size_type first, const std::string &limit) {
+Decision decision_from_columns(const compat::RowRef &row, pqxx::row::size_type first, const std::string &limit) {
     // libpqxx does not bound-check row[i]: a row of another shape must be refused before it is read.
     if (row.size() != first + DECISION_COLUMNS)
         malformed(std::to_string(row.size()) + " columns where " + std::to_string(first + DECISION_COLUMNS) +
@@ -31,11 +31,11 @@ Decision decision_from_columns(const pqxx::row &row, pqxx::row::size_type first,
 
 std::vector<Decision> decisions_from_batch(const pqxx::result &rows, const std::vector<std::string> &keys,
                                            const std::string &limit) {
-    if (rows.size() != keys.size())
+    if (static_cast<std::size_t>(rows.size()) != keys.size())  // size_type: unsigned in 6.4, int in 7+
         malformed(std::to_string(rows.size()) + " rows for " + std::to_string(keys.size()) + " keys");
     std::vector<Decision> decisions(keys.size());
     std::vector<bool> filled(keys.size(), false);
-    for (const pqxx::row &row : rows) {
+    for (const auto &row : rows) {
         const auto position = row[1].as<std::int64_t>();
         if (position < 1 || static_cast<std::uint64_t>(position) > keys.size())
             malformed("position " + std::to_string(position) + " out of 1.." + std::to_string(keys.size()));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pg_ratelimit/decision.hpp"
+#include "pqxx_compat.hpp"
 
 namespace pg_ratelimit::detail {
 
@@ -16,7 +17,7 @@ constexpr pqxx::row::size_type DECISION_COLUMNS = 5;
 
 // The decision in row's last DECISION_COLUMNS columns, from `first` on (a row of any other width throws
 // std::runtime_error). limit is the caller's name for it; the policy is left empty.
-Decision decision_from_columns(const pqxx::row &row, pqxx::row::size_type first, const std::string &limit);
+Decision decision_from_columns(const compat::RowRef &row, pqxx::row::size_type first, const std::string &limit);
 
 // rate_limit_request_many's rows (key, position, then the decision's columns) as decisions[i] for
 // keys[i]. The rows are placed by their position, not by the order they arrive in, and each is checked

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "exceeded_detail.hpp"
+#include "pqxx_compat.hpp"
 #include "translate.hpp"
 
 namespace pg_ratelimit {
@@ -68,18 +69,19 @@ InDoubt::InDoubt(std::string call, std::vector<LimitRequest> requests, const std
 namespace detail {
 
 void throw_if_typed(const pqxx::sql_error &error) {
-    const std::string &state = error.sqlstate();
+    const std::string state = compat::sqlstate(error);
+    const std::string query = compat::query(error);
+    const std::string text = compat::server_text(error);
     // rate_limit_enforce's denial (a class of its own: see the server's rate_limit_exceeded.hpp).
-    if (state == "RL001") throw RateLimitExceeded(error.what(), error.query(), state);
-    if (state == "42704") throw UnknownLimit(error.what(), error.query(), state);
-    if (state == "42809") throw WrongLimitKind(error.what(), error.query(), state);
+    if (state == "RL001") throw RateLimitExceeded(text, query, state);
+    if (state == "42704") throw UnknownLimit(text, query, state);
+    if (state == "42809") throw WrongLimitKind(text, query, state);
     // Our statements name nothing but the extension's own functions and table (and built-ins), so an
     // undefined function or table, or an unknown schema (Options::schema), means the extension is not
     // where the client looks.
-    if (state == "42883" || state == "42P01" || state == "3F000")
-        throw ExtensionMissing(error.what(), error.query(), state);
+    if (state == "42883" || state == "42P01" || state == "3F000") throw ExtensionMissing(text, query, state);
     // Class 22, data exception: the server's 22004 (null), 22023 (bad value), 22001 (too long).
-    if (state.size() == 5 && state.compare(0, 2, "22") == 0) throw InvalidArgument(error.what(), error.query(), state);
+    if (state.size() == 5 && state.compare(0, 2, "22") == 0) throw InvalidArgument(text, query, state);
 }
 
 void require_no_nul(const std::string &value, const char *what) {

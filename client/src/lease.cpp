@@ -5,6 +5,7 @@
 #include <pqxx/transaction_base>
 
 #include "limiter_core.hpp"
+#include "pqxx_compat.hpp"
 #include "seconds_text.hpp"
 #include "translate.hpp"
 
@@ -29,10 +30,11 @@ Lease Limiter::acquire(pqxx::transaction_base &tx, const std::string &key, const
         " extract(epoch FROM d.reset_after), d.shadow_denied FROM " +
         schema_prefix(core_->options()) + "rate_limit_acquire($1, $2, $3) AS d";
     const char *scope_text = scope == LeaseScope::session ? "session" : "transaction";
-    const pqxx::result result = detail::with_typed_errors([&] { return tx.exec_params(sql, key, limit, scope_text); });
+    const pqxx::result result =
+        detail::with_typed_errors([&] { return compat::exec_params(tx, sql, key, limit, scope_text); });
     if (result.size() != 1 || result.columns() != 5)
         throw std::runtime_error("pg_ratelimit: rate_limit_acquire returned an unexpected result");
-    const pqxx::row row = result[0];
+    const compat::RowRef row = result[0];
     Lease lease;
     lease.acquired = row[0].as<bool>();
     lease.free_slots = row[1].as<std::int64_t>();
@@ -49,7 +51,7 @@ bool Limiter::release(pqxx::transaction_base &tx, const std::string &key, const 
     detail::require_no_nul(key, "key");
     detail::require_no_nul(limit, "limit");
     const std::string sql = "SELECT " + schema_prefix(core_->options()) + "rate_limit_release($1, $2)";
-    const pqxx::result result = detail::with_typed_errors([&] { return tx.exec_params(sql, key, limit); });
+    const pqxx::result result = detail::with_typed_errors([&] { return compat::exec_params(tx, sql, key, limit); });
     if (result.size() != 1 || result.columns() != 1)
         throw std::runtime_error("pg_ratelimit: rate_limit_release returned an unexpected result");
     return result[0][0].as<bool>();

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "database_scope.hpp"
+#include "pqxx_compat.hpp"
 
 namespace pg_ratelimit::detail {
 namespace {
@@ -33,16 +34,16 @@ LimiterCore::LimiterCore(const std::string &conninfo, Options options)
       pool_(conninfo, options_.pool_size, options_.acquire_timeout, [this](pqxx::connection &connection) {
           // The session default, so that BEGIN alone starts a transaction at the configured level.
           pqxx::nontransaction setup{connection};
-          setup.exec0(std::string("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL ") +
-                      isolation_sql(options_.level));
+          compat::exec0(setup, std::string("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL ") +
+                                   isolation_sql(options_.level));
           statements_.prepare_on(connection);
       }) {}
 
 Decision LimiterCore::pooled(Call call, const CallArgs &args) {
     const PooledCall described{function_name(call), read_only(call), [&] { return requests_of(call, args); }};
     Decision decision;
-    run_pooled(described, [&](pqxx::transaction_base &tx) {
-        decision = statements_.run_prepared(tx, call, args);
+    run_pooled(described, [&](pqxx::transaction_base &tx, Registered &registered) {
+        decision = statements_.run_prepared(tx, registered, call, args);
         if (!returns_nothing(call))
             decision.policy = policies_.get(database_scope(tx.conn()), args.limit, args.key,
                                             [&] { return statements_.policy_prepared(tx, args.limit, args.key); });
@@ -64,8 +65,8 @@ Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, cons
 std::vector<Decision> LimiterCore::pooled_many(const BatchArgs &args) {
     const PooledCall described{"rate_limit_request_many", false, [&] { return requests_of(args); }};
     std::vector<Decision> decisions;
-    run_pooled(described, [&](pqxx::transaction_base &tx) {
-        decisions = statements_.run_many_prepared(tx, args);
+    run_pooled(described, [&](pqxx::transaction_base &tx, Registered &registered) {
+        decisions = statements_.run_many_prepared(tx, registered, args);
         const std::string scope = database_scope(tx.conn());
         // Each key's own policy: one read for a limit without overrides, one per key not cached otherwise.
         for (std::size_t i = 0; i < decisions.size(); ++i)
@@ -89,8 +90,8 @@ std::vector<Decision> LimiterCore::in_transaction_many(pqxx::transaction_base &t
 AllDecision LimiterCore::pooled_all(const AllArgs &args) {
     const PooledCall described{"rate_limit_request_all", false, [&] { return args.requests; }};
     AllDecision all;
-    run_pooled(described, [&](pqxx::transaction_base &tx) {
-        all = statements_.run_all_prepared(tx, args);
+    run_pooled(described, [&](pqxx::transaction_base &tx, Registered &registered) {
+        all = statements_.run_all_prepared(tx, registered, args);
         const std::string scope = database_scope(tx.conn());
         for (std::size_t i = 0; i < all.decisions.size(); ++i) {
             const LimitRequest &request = args.requests[i];

@@ -45,7 +45,8 @@ class LimiterCore {
     // Runs body in a transaction of its own on a pooled connection, retried per options().retry:
     // autocommit when the call is read-only, else an explicit transaction committed after body, run again
     // after a lost connection only when it cannot have taken effect (InDoubt otherwise: run_pooled.cpp).
-    void run_pooled(const PooledCall &call, const std::function<void(pqxx::transaction_base &)> &body);
+    // body gets the statements registered on that connection so far (Statements::run_prepared).
+    void run_pooled(const PooledCall &call, const std::function<void(pqxx::transaction_base &, Registered &)> &body);
 
     const Options options_;
     const Statements statements_;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "pg_ratelimit/errors.hpp"
+#include "pqxx_compat.hpp"
 
 namespace pg_ratelimit::detail {
 
@@ -15,19 +16,17 @@ Pool::Pool(std::string conninfo, std::size_t size, std::chrono::milliseconds acq
     open_ = 1;
 }
 
-std::unique_ptr<pqxx::connection> Pool::open() {
-    auto connection = std::make_unique<pqxx::connection>(conninfo_);
+std::unique_ptr<Pool::Pooled> Pool::open() {
+    auto pooled = std::make_unique<Pooled>(conninfo_);
     // libpqxx 6.4 quietly opens a new session when a broken connection is used again (the ROLLBACK of the
     // failed transaction does it, as would the next statement): without the setup below (the isolation
     // level), and a statement could then run outside the transaction the caller began, committing at once.
     // A pooled connection that broke is dropped instead, and a new one opened with the full setup; so a
-    // call that lost its connection knows exactly which of its statements reached which session.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    connection->inhibit_reactivation(true);  // deprecated in 6.4, but the only switch there is
-#pragma GCC diagnostic pop
-    if (setup_) setup_(*connection);
-    return connection;
+    // call that lost its connection knows exactly which of its statements reached which session. (7 and 8
+    // never reopen a connection by themselves.)
+    compat::disable_reactivation(pooled->connection);
+    if (setup_) setup_(pooled->connection);
+    return pooled;
 }
 
 Pool::Lease Pool::acquire() {
@@ -35,9 +34,9 @@ Pool::Lease Pool::acquire() {
     const bool ready = available_.wait_for(lock, acquire_timeout_, [this] { return !idle_.empty() || open_ < size_; });
     if (!ready) throw PoolTimeout("pg_ratelimit: no pooled connection became free within the acquire timeout");
     if (!idle_.empty()) {
-        std::unique_ptr<pqxx::connection> connection = std::move(idle_.back());
+        std::unique_ptr<Pooled> pooled = std::move(idle_.back());
         idle_.pop_back();
-        return Lease(*this, std::move(connection));
+        return Lease(*this, std::move(pooled));
     }
     ++open_;  // reserve the slot, then connect without holding the lock
     lock.unlock();
@@ -52,13 +51,13 @@ Pool::Lease Pool::acquire() {
     }
 }
 
-void Pool::release(std::unique_ptr<pqxx::connection> connection) noexcept {
-    const bool keep = connection != nullptr && connection->is_open();
-    if (!keep) connection.reset();  // close outside the lock
+void Pool::release(std::unique_ptr<Pooled> pooled) noexcept {
+    const bool keep = pooled != nullptr && pooled->connection.is_open();
+    if (!keep) pooled.reset();  // close outside the lock
     {
         std::lock_guard<std::mutex> guard(mutex_);
         if (keep)
-            idle_.push_back(std::move(connection));
+            idle_.push_back(std::move(pooled));
         else
             --open_;
     }
@@ -66,7 +65,7 @@ void Pool::release(std::unique_ptr<pqxx::connection> connection) noexcept {
 }
 
 void Pool::drop_idle() noexcept {
-    std::vector<std::unique_ptr<pqxx::connection>> dropped;
+    std::vector<std::unique_ptr<Pooled>> dropped;
     {
         std::lock_guard<std::mutex> guard(mutex_);
         dropped.swap(idle_);
@@ -77,7 +76,7 @@ void Pool::drop_idle() noexcept {
 }
 
 Pool::Lease::~Lease() {
-    if (pool_ != nullptr && connection_ != nullptr) pool_->release(std::move(connection_));
+    if (pool_ != nullptr && pooled_ != nullptr) pool_->release(std::move(pooled_));
 }
 
 }  // namespace pg_ratelimit::detail

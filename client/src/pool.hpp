@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -37,14 +38,22 @@ class Pool {
         Lease &operator=(Lease &&) = delete;
         Lease(const Lease &) = delete;
         ~Lease();
-        pqxx::connection &connection() const noexcept { return *connection_; }
+        pqxx::connection &connection() const noexcept { return pooled_->connection; }
+        // Bits the pool's owner keeps with this connection for as long as it lives (which of its
+        // statements it registered on it); 0 for a new connection.
+        std::uint32_t &marks() const noexcept { return pooled_->marks; }
 
       private:
         friend class Pool;
-        Lease(Pool &pool, std::unique_ptr<pqxx::connection> connection) noexcept
-            : pool_(&pool), connection_(std::move(connection)) {}
+        // A pooled connection and what the pool's owner keeps with it.
+        struct Pooled {
+            explicit Pooled(const std::string &conninfo) : connection(conninfo) {}
+            pqxx::connection connection;
+            std::uint32_t marks = 0;
+        };
+        Lease(Pool &pool, std::unique_ptr<Pooled> pooled) noexcept : pool_(&pool), pooled_(std::move(pooled)) {}
         Pool *pool_;
-        std::unique_ptr<pqxx::connection> connection_;
+        std::unique_ptr<Pooled> pooled_;
     };
 
     // Waits up to acquire_timeout for a free connection, opening one if the pool is not full.
@@ -56,8 +65,9 @@ class Pool {
     void drop_idle() noexcept;
 
   private:
-    std::unique_ptr<pqxx::connection> open();
-    void release(std::unique_ptr<pqxx::connection> connection) noexcept;
+    using Pooled = Lease::Pooled;
+    std::unique_ptr<Pooled> open();
+    void release(std::unique_ptr<Pooled> pooled) noexcept;
 
     const std::string conninfo_;
     const std::size_t size_;
@@ -66,8 +76,8 @@ class Pool {
 
     std::mutex mutex_;
     std::condition_variable available_;
-    std::vector<std::unique_ptr<pqxx::connection>> idle_;  // guarded by mutex_
-    std::size_t open_ = 0;                                 // idle + leased (+ being opened); guarded by mutex_
+    std::vector<std::unique_ptr<Pooled>> idle_;  // guarded by mutex_
+    std::size_t open_ = 0;                       // idle + leased (+ being opened); guarded by mutex_
 };
 
 }  // namespace pg_ratelimit::detail

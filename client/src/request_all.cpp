@@ -28,8 +28,9 @@ detail::AllArgs all_args(const std::vector<LimitRequest> &requests) {
         limits.push_back(requests[i].limit);
         costs.push_back(requests[i].cost);
     }
-    return detail::AllArgs{requests, detail::text_array_param(keys), detail::text_array_param(limits),
-                           detail::float8_array_param(costs)};
+    return detail::AllArgs{requests, compat::binary_param(detail::text_array_param(keys)),
+                           compat::binary_param(detail::text_array_param(limits)),
+                           compat::binary_param(detail::float8_array_param(costs))};
 }
 
 }  // namespace

@@ -21,8 +21,8 @@ std::optional<detail::BatchArgs> batch_args(const std::vector<std::string> &keys
     for (std::size_t i = 0; i < keys.size(); ++i)
         detail::require_no_nul(keys[i], ("key " + std::to_string(i + 1)).c_str());
     if (keys.empty()) return std::nullopt;
-    detail::BatchArgs args{keys, limit, detail::text_array_param(keys)};
-    if (costs != nullptr) args.costs_param = detail::float8_array_param(*costs);
+    detail::BatchArgs args{keys, limit, compat::binary_param(detail::text_array_param(keys))};
+    if (costs != nullptr) args.costs_param = compat::binary_param(detail::float8_array_param(*costs));
     args.costs = costs;
     return args;
 }

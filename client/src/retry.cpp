@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "pg_ratelimit/retry.hpp"
+#include "pqxx_compat.hpp"
 #include "random.hpp"
 #include "retry_loop.hpp"
 
@@ -98,22 +99,25 @@ void retry_loop(const RetryPolicy &policy, RetryCounters *counters, const std::f
     }
 }
 
-void run_transaction(pqxx::connection_base &conn, isolation level, const RetryPolicy &policy,
+void run_transaction(RetryConnection &conn, isolation level, const RetryPolicy &policy,
                      const std::function<void(pqxx::work &)> &body) {
     // SET TRANSACTION rather than transaction<isolation_level>: the callback then always receives a
     // pqxx::work, whatever the level, and a session whose default level differs is still overridden.
     const std::string set_level = std::string("SET TRANSACTION ISOLATION LEVEL ") + isolation_sql(level);
+    // After a lost connection, the next attempt begins on a reopened one (compat::Reopener: the same
+    // session object reactivated by libpqxx 6.4, a new pqxx::connection with 7 and 8). A failure to reopen
+    // it is the attempt's broken_connection, retried like any other.
+    compat::Reopener reopener{conn};
     retry_loop(
         policy, nullptr,
         [&] {
+            reopener.reopen();
             pqxx::work tx{conn};  // destroyed without commit() = rolled back
-            tx.exec0(set_level);
+            compat::exec0(tx, set_level);
             body(tx);
             tx.commit();
         },
-        // libpqxx 6.4 reconnects a broken connection by itself when the next transaction begins, but its
-        // first attempt after a break fails; an explicit disconnect() makes that first attempt succeed.
-        [&conn] { conn.disconnect(); });
+        [&reopener] { reopener.lost(); });
 }
 
 }  // namespace detail

@@ -45,7 +45,8 @@ std::vector<std::string> limits_of(const std::vector<LimitRequest> &requests) {
     return limits;
 }
 
-void LimiterCore::run_pooled(const PooledCall &call, const std::function<void(pqxx::transaction_base &)> &body) {
+void LimiterCore::run_pooled(const PooledCall &call,
+                             const std::function<void(pqxx::transaction_base &, Registered &)> &body) {
     const auto on_connection_lost = [this] { pool_.drop_idle(); };
     if (call.read_only) {
         retry_loop(
@@ -53,7 +54,7 @@ void LimiterCore::run_pooled(const PooledCall &call, const std::function<void(pq
             [&] {
                 const Pool::Lease lease = pool_.acquire();  // declared first: outlives the transaction
                 pqxx::nontransaction tx{lease.connection()};
-                body(tx);
+                body(tx, lease.marks());
             },
             on_connection_lost);
         return;
@@ -81,7 +82,7 @@ void LimiterCore::run_pooled(const PooledCall &call, const std::function<void(pq
                         lost_after_sending.reset();  // the lost transaction rolled back: nothing was applied
                     }
                     sent = true;
-                    body(tx);
+                    body(tx, lease.marks());
                     tx.commit();
                 } catch (const InDoubt &) {
                     throw;

@@ -26,6 +26,11 @@ const char *const ALL_STATEMENT_NAME = "pg_ratelimit_request_all";
 
 std::size_t index(Call call) { return static_cast<std::size_t>(call); }
 
+// The statements registered on first use (Registered's bits): the calls', and the batch statements'.
+Registered call_bit(Call call) { return Registered{1} << index(call); }
+const Registered MANY_BIT = Registered{1} << CALL_COUNT;
+const Registered ALL_BIT = Registered{1} << (CALL_COUNT + 1);
+
 std::string quote_identifier(const std::string &name) {
     std::string out = "\"";
     for (const char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -53,7 +58,7 @@ Decision to_decision(const pqxx::result &result, Call call, const std::string &l
 
 PolicyRead to_policy(const pqxx::result &result) {
     if (result.empty()) return PolicyRead{};
-    const pqxx::row row = result[0];
+    const compat::RowRef row = result[0];
     return PolicyRead{Policy{row[0].as<double>(), micros_from_seconds(row[1].c_str()), row[2].as<double>(),
                              row[3].as<std::string>(), row[5].is_null() ? std::string{} : row[5].as<std::string>()},
                       row[4].as<bool>()};
@@ -128,78 +133,86 @@ Statements::Statements(const std::string &schema) {
     storage_sql_ = "SELECT c.name, c.storage FROM " + prefix + "rate_limit_config AS c WHERE c.name = ANY ($1::text[])";
 }
 
-void Statements::prepare_on(pqxx::connection_base &connection) const {
+void Statements::prepare_on(compat::Connection &connection) const {
     // A database without the extension fails here: ExtensionMissing.
     with_typed_errors([&] {
-        for (const Call call : {Call::request, Call::check, Call::refund, Call::reset}) {
-            connection.prepare(STATEMENT_NAMES[index(call)], sql_[index(call)]);
-            connection.prepare_now(STATEMENT_NAMES[index(call)]);
-        }
-        // Like the batch statement below: declared only, prepared on first use, so that a connection costs
-        // no round trip for them and a schema of wrappers without them still serves the other calls.
-        // rate_limit_reserve (0.2.0) too: a Limiter on an older installation still serves every other call.
-        for (const Call call : {Call::enforce, Call::settle, Call::reserve})
-            connection.prepare(STATEMENT_NAMES[index(call)], sql_[index(call)]);
-        connection.prepare(POLICY_STATEMENT_NAME, policy_sql_);
-        connection.prepare_now(POLICY_STATEMENT_NAME);
-        // The batch statement is only declared: libpqxx prepares it on its first use on this connection.
-        // So a connection costs no extra round trip for a call it may never make, and a Limiter keeps
-        // working for single keys where rate_limit_request_many is missing (a schema of wrappers that
-        // lacks it, as Options::schema allows): request_many alone then throws ExtensionMissing (42883).
-        connection.prepare(MANY_STATEMENT_NAME, many_sql_);
-        connection.prepare(ALL_STATEMENT_NAME, all_sql_);  // the same, for rate_limit_request_all
+        for (const Call call : {Call::request, Call::check, Call::refund, Call::reset})
+            compat::prepare_now(connection, STATEMENT_NAMES[index(call)], sql_[index(call)]);
+        compat::prepare_now(connection, POLICY_STATEMENT_NAME, policy_sql_);
     });
 }
 
-Decision Statements::run_prepared(pqxx::transaction_base &tx, Call call, const CallArgs &args) const {
-    const std::string name = STATEMENT_NAMES[index(call)];
-    return to_decision(execute(call, args, [&](auto &&...params) { return tx.exec_prepared(name, params...); }), call,
-                       args.limit);
+void Statements::register_once(pqxx::transaction_base &tx, Registered &registered, Registered bit, const char *name,
+                               const std::string &sql) {
+    if ((registered & bit) != 0) return;
+    compat::prepare_now(tx.conn(), name, sql);
+    registered |= bit;
+}
+
+Decision Statements::run_prepared(pqxx::transaction_base &tx, Registered &registered, Call call,
+                                  const CallArgs &args) const {
+    const char *const name = STATEMENT_NAMES[index(call)];
+    const bool on_first_use = call == Call::enforce || call == Call::settle || call == Call::reserve;
+    return to_decision(execute(call, args,
+                               [&](auto &&...params) {
+                                   if (on_first_use)
+                                       register_once(tx, registered, call_bit(call), name, sql_[index(call)]);
+                                   return compat::exec_prepared(tx, name, params...);
+                               }),
+                       call, args.limit);
 }
 
 Decision Statements::run_unprepared(pqxx::transaction_base &tx, Call call, const CallArgs &args) const {
     const std::string &sql = sql_[index(call)];
-    return to_decision(execute(call, args, [&](auto &&...params) { return tx.exec_params(sql, params...); }), call,
-                       args.limit);
+    return to_decision(execute(call, args, [&](auto &&...params) { return compat::exec_params(tx, sql, params...); }),
+                       call, args.limit);
 }
 
-std::vector<Decision> Statements::run_many_prepared(pqxx::transaction_base &tx, const BatchArgs &args) const {
-    return execute_many(args, [&](auto &&...params) { return tx.exec_prepared(MANY_STATEMENT_NAME, params...); });
+std::vector<Decision> Statements::run_many_prepared(pqxx::transaction_base &tx, Registered &registered,
+                                                    const BatchArgs &args) const {
+    return execute_many(args, [&](auto &&...params) {
+        register_once(tx, registered, MANY_BIT, MANY_STATEMENT_NAME, many_sql_);
+        return compat::exec_prepared(tx, MANY_STATEMENT_NAME, params...);
+    });
 }
 
 std::vector<Decision> Statements::run_many_unprepared(pqxx::transaction_base &tx, const BatchArgs &args) const {
-    return execute_many(args, [&](auto &&...params) { return tx.exec_params(many_sql_, params...); });
+    return execute_many(args, [&](auto &&...params) { return compat::exec_params(tx, many_sql_, params...); });
 }
 
-AllDecision Statements::run_all_prepared(pqxx::transaction_base &tx, const AllArgs &args) const {
-    return all_decision_from_rows(
-        with_typed_errors(
-            [&] { return tx.exec_prepared(ALL_STATEMENT_NAME, args.keys_param, args.limits_param, args.costs_param); }),
-        args.requests);
+AllDecision Statements::run_all_prepared(pqxx::transaction_base &tx, Registered &registered,
+                                         const AllArgs &args) const {
+    return all_decision_from_rows(with_typed_errors([&] {
+                                      register_once(tx, registered, ALL_BIT, ALL_STATEMENT_NAME, all_sql_);
+                                      return compat::exec_prepared(tx, ALL_STATEMENT_NAME, args.keys_param,
+                                                                   args.limits_param, args.costs_param);
+                                  }),
+                                  args.requests);
 }
 
 AllDecision Statements::run_all_unprepared(pqxx::transaction_base &tx, const AllArgs &args) const {
     return all_decision_from_rows(
         with_typed_errors(
-            [&] { return tx.exec_params(all_sql_, args.keys_param, args.limits_param, args.costs_param); }),
+            [&] { return compat::exec_params(tx, all_sql_, args.keys_param, args.limits_param, args.costs_param); }),
         args.requests);
 }
 
 PolicyRead Statements::policy_prepared(pqxx::transaction_base &tx, const std::string &limit,
                                        const std::string &key) const {
-    return to_policy(with_typed_errors([&] { return tx.exec_prepared(POLICY_STATEMENT_NAME, limit, key); }));
+    return to_policy(with_typed_errors([&] { return compat::exec_prepared(tx, POLICY_STATEMENT_NAME, limit, key); }));
 }
 
 PolicyRead Statements::policy_unprepared(pqxx::transaction_base &tx, const std::string &limit,
                                          const std::string &key) const {
-    return to_policy(with_typed_errors([&] { return tx.exec_params(policy_sql_, limit, key); }));
+    return to_policy(with_typed_errors([&] { return compat::exec_params(tx, policy_sql_, limit, key); }));
 }
 
 bool Statements::table_storage(pqxx::transaction_base &tx, const std::vector<std::string> &limits) const {
-    const pqxx::result rows = with_typed_errors([&] { return tx.exec_params(storage_sql_, text_array_param(limits)); });
+    const pqxx::result rows = with_typed_errors(
+        [&] { return compat::exec_params(tx, storage_sql_, compat::binary_param(text_array_param(limits))); });
     for (const std::string &limit : limits) {
         bool table = false;
-        for (const pqxx::row &row : rows)
+        for (const auto &row : rows)
             if (row[0].as<std::string>() == limit) {
                 const std::string storage = row[1].is_null() ? std::string{} : row[1].as<std::string>();
                 table = storage == "durable" || storage == "unlogged";

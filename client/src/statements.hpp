@@ -5,8 +5,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <pqxx/binarystring>
-#include <pqxx/connection_base>
 #include <pqxx/transaction_base>
 #include <string>
 #include <vector>
@@ -14,6 +12,7 @@
 #include "pg_ratelimit/all_decision.hpp"
 #include "pg_ratelimit/decision.hpp"
 #include "policy_cache.hpp"
+#include "pqxx_compat.hpp"
 
 namespace pg_ratelimit::detail {
 
@@ -37,8 +36,8 @@ struct CallArgs {
 struct BatchArgs {
     const std::vector<std::string> &keys;
     const std::string &limit;
-    pqxx::binarystring keys_param;
-    std::optional<pqxx::binarystring> costs_param{};
+    compat::BinaryParam keys_param;
+    std::optional<compat::BinaryParam> costs_param{};
     const std::vector<double> *costs = nullptr;  // as given (for InDoubt::requests()); null: every key costs 1
 };
 
@@ -46,9 +45,9 @@ struct BatchArgs {
 // every attempt.
 struct AllArgs {
     const std::vector<LimitRequest> &requests;
-    pqxx::binarystring keys_param;
-    pqxx::binarystring limits_param;
-    pqxx::binarystring costs_param;
+    compat::BinaryParam keys_param;
+    compat::BinaryParam limits_param;
+    compat::BinaryParam costs_param;
 };
 
 // check writes nothing: it may run in autocommit mode and be retried after any lost connection. Every other
@@ -62,19 +61,29 @@ const char *function_name(Call call) noexcept;
 // Calls that return no decision row.
 constexpr bool returns_nothing(Call call) noexcept { return call == Call::reset || call == Call::enforce; }
 
+// Which of the statements registered on first use a pooled connection has registered so far (a bit per
+// statement, Statements' own); kept with the connection by the pool, 0 for a new connection.
+using Registered = std::uint32_t;
+
 class Statements {
   public:
     // schema: where the extension lives; empty for the search_path.
     explicit Statements(const std::string &schema);
 
-    // Prepares every statement (the calls' and the policy read) on a new connection and registers them
-    // with the server now, so a database without the extension fails when the connection is opened, not
-    // on first use. The batch statement (rate_limit_request_many) alone is registered on first use.
-    void prepare_on(pqxx::connection_base &connection) const;
+    // Prepares the statements of request, check, refund, reset and the policy read on a new connection
+    // and registers them with the server now, so a database without the extension fails when the
+    // connection is opened, not on first use. The others (enforce, settle, reserve, request_many,
+    // request_all) are registered on the connection by their first use there (`registered` tells which
+    // already are), in the call's transaction: so a connection costs no round trip for calls it never
+    // makes, and a Limiter on an installation without one of their functions (a schema of wrappers that
+    // lacks rate_limit_request_many, an extension older than rate_limit_reserve) serves every other call;
+    // that call alone throws ExtensionMissing.
+    void prepare_on(compat::Connection &connection) const;
 
-    // Runs call in tx through the prepared statement (tx must be on a connection prepare_on ran on). The
-    // decision's policy is left empty: it comes from the PolicyCache.
-    Decision run_prepared(pqxx::transaction_base &tx, Call call, const CallArgs &args) const;
+    // Runs call in tx through the prepared statement (tx must be on a connection prepare_on ran on, whose
+    // registered statements `registered` tells). The decision's policy is left empty: it comes from the
+    // PolicyCache.
+    Decision run_prepared(pqxx::transaction_base &tx, Registered &registered, Call call, const CallArgs &args) const;
 
     // Runs call in tx as a one-off parameterized statement: for the caller's connections, which are
     // none of ours and whose prepared-statement namespace we leave alone. Same result.
@@ -82,12 +91,13 @@ class Statements {
 
     // rate_limit_request_many in tx, prepared or one-off as above: decisions[i] for keys[i]
     // (decision_rows.hpp checks the rows against the keys), policies left empty.
-    std::vector<Decision> run_many_prepared(pqxx::transaction_base &tx, const BatchArgs &args) const;
+    std::vector<Decision> run_many_prepared(pqxx::transaction_base &tx, Registered &registered,
+                                            const BatchArgs &args) const;
     std::vector<Decision> run_many_unprepared(pqxx::transaction_base &tx, const BatchArgs &args) const;
 
     // rate_limit_request_all in tx, prepared or one-off as above (all_rows.hpp checks the rows against the
     // requests), policies left empty.
-    AllDecision run_all_prepared(pqxx::transaction_base &tx, const AllArgs &args) const;
+    AllDecision run_all_prepared(pqxx::transaction_base &tx, Registered &registered, const AllArgs &args) const;
     AllDecision run_all_unprepared(pqxx::transaction_base &tx, const AllArgs &args) const;
 
     // The key's rate, period and capacity under the limit (its override, if it has one:
@@ -103,6 +113,10 @@ class Statements {
     bool table_storage(pqxx::transaction_base &tx, const std::vector<std::string> &limits) const;
 
   private:
+    // Registers statement `name` (its bit in Registered: `bit`) on tx's connection unless already there.
+    static void register_once(pqxx::transaction_base &tx, Registered &registered, Registered bit, const char *name,
+                              const std::string &sql);
+
     std::string sql_[CALL_COUNT];  // by Call
     std::string many_sql_;
     std::string all_sql_;

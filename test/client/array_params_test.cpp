@@ -27,17 +27,17 @@ TEST(ArrayParams, TextElementsTravelAsLengthAndBytesUnescaped) {
                                         0, 0, 0, 1,  /* from 1 */
                                         0, 0, 0, 3}) +
                                  "a,\"" + bytes({0, 0, 0, 0}) /* the empty string */ + bytes({0, 0, 0, 4}) + "NULL";
-    EXPECT_EQ(text_array_param({"a,\"", "", "NULL"}).str(), expected);
+    EXPECT_EQ(text_array_param({"a,\"", "", "NULL"}), expected);
 }
 
 TEST(ArrayParams, EmptyVectorIsTheEmptyArray) {
-    EXPECT_EQ(text_array_param({}).str(), bytes({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 25}));
-    EXPECT_EQ(float8_array_param({}).str(), bytes({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0xbd}));
+    EXPECT_EQ(text_array_param({}), bytes({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 25}));
+    EXPECT_EQ(float8_array_param({}), bytes({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0xbd}));
 }
 
 TEST(ArrayParams, Float8ElementsAreTheirBigEndianBits) {
     const std::string header = bytes({0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 2, 0xbd, 0, 0, 0, 2, 0, 0, 0, 1});
     const std::string one = bytes({0, 0, 0, 8, 0x3f, 0xf0, 0, 0, 0, 0, 0, 0});
     const std::string minus_infinity = bytes({0, 0, 0, 8, 0xff, 0xf0, 0, 0, 0, 0, 0, 0});
-    EXPECT_EQ(float8_array_param({1.0, -std::numeric_limits<double>::infinity()}).str(), header + one + minus_infinity);
+    EXPECT_EQ(float8_array_param({1.0, -std::numeric_limits<double>::infinity()}), header + one + minus_infinity);
 }

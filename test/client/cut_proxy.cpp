@@ -12,6 +12,7 @@
 #include <pqxx/connection>
 #include <stdexcept>
 
+#include "pqxx_compat.hpp"
 #include "support.hpp"
 
 namespace test_support {
@@ -68,7 +69,8 @@ CutProxy::CutProxy() {
         // Where the test server is: as libpq reached it through the test conninfo.
         pqxx::connection probe{test_support::conninfo()};
         const std::string host = probe.hostname() != nullptr ? probe.hostname() : "";
-        const std::string port = probe.port() != nullptr ? probe.port() : "5432";
+        const std::string reported_port = pg_ratelimit::compat::port(probe);
+        const std::string port = reported_port.empty() ? "5432" : reported_port;
         upstream_ = !host.empty() && host[0] == '/' ? host + "/.s.PGSQL." + port : host + ":" + port;
     }
     char directory[] = "/tmp/pgrl_proxy.XXXXXX";

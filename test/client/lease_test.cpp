@@ -7,8 +7,10 @@
 #include <pqxx/pqxx>
 #include <thread>
 
+#include "pqxx_compat.hpp"
 #include "support.hpp"
 
+namespace compat = pg_ratelimit::compat;
 namespace pr = pg_ratelimit;
 using std::chrono::microseconds;
 
@@ -109,7 +111,7 @@ TEST_F(LeaseTest, SessionLeaseGoesWithItsRolledBackTransaction) {
         if (calls == 1) {
             auto other = test_support::connect();
             pqxx::work elsewhere{*other};
-            elsewhere.exec_params("SELECT rate_limit_request($1, $2)", "hot", rate_limit);
+            compat::exec_params(elsewhere, "SELECT rate_limit_request($1, $2)", "hot", rate_limit);
             elsewhere.commit();
         }
         (void)limiter->request(tx, "hot", rate_limit);  // 40001 in the first attempt
@@ -119,7 +121,8 @@ TEST_F(LeaseTest, SessionLeaseGoesWithItsRolledBackTransaction) {
     EXPECT_TRUE(lease);
     EXPECT_EQ(lease.free_slots, 1);  // the first attempt's lease went with its rollback
     pqxx::work tx(*holder);
-    EXPECT_EQ(tx.exec1("SELECT count(*) FROM pg_locks WHERE objsubid = 21070 AND pid = pg_backend_pid()")[0].as<int>(),
+    EXPECT_EQ(compat::exec1(tx, "SELECT count(*) FROM pg_locks WHERE objsubid = 21070 AND pid = pg_backend_pid()")[0]
+                  .as<int>(),
               1);
     EXPECT_TRUE(limiter->release(tx, key, limit));
     tx.commit();

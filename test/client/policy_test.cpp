@@ -12,8 +12,10 @@
 #include <thread>
 #include <vector>
 
+#include "pqxx_compat.hpp"
 #include "support.hpp"
 
+namespace compat = pg_ratelimit::compat;
 namespace pr = pg_ratelimit;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -97,13 +99,14 @@ class PolicyTest : public test_support::ServerTest {
     static int count(const std::string &sql) {
         auto conn = test_support::connect();
         pqxx::nontransaction tx{*conn};
-        return tx.exec1(sql)[0].as<int>();
+        return compat::exec1(tx, sql)[0].as<int>();
     }
 
     static void redefine(const std::string &name, double rate, const std::string &period, double capacity) {
         auto conn = test_support::connect();
         pqxx::work tx{*conn};
-        tx.exec_params("SELECT rate_limit_define($1, $2, $3::interval, capacity => $4)", name, rate, period, capacity);
+        compat::exec_params(tx, "SELECT rate_limit_define($1, $2, $3::interval, capacity => $4)", name, rate, period,
+                            capacity);
         tx.commit();
     }
 
@@ -149,9 +152,10 @@ TEST_F(PolicyTest, EveryAlgorithmCarriesItsPolicy) {
             auto conn = test_support::connect();
             pqxx::work tx{*conn};
             if (std::string{c.algorithm} == "sliding_window")
-                tx.exec_params("SELECT rate_limit_define($1, 4, '2 s', $2)", limit, c.algorithm);
+                compat::exec_params(tx, "SELECT rate_limit_define($1, 4, '2 s', $2)", limit, c.algorithm);
             else
-                tx.exec_params("SELECT rate_limit_define($1, 4, '2 s', $2, capacity => 8)", limit, c.algorithm);
+                compat::exec_params(tx, "SELECT rate_limit_define($1, 4, '2 s', $2, capacity => 8)", limit,
+                                    c.algorithm);
             tx.commit();
         }
         pr::Options options;
@@ -176,13 +180,14 @@ TEST_F(PolicyTest, CalendarPolicyIsTheMonthInProgress) {
     {
         auto conn = test_support::connect();
         pqxx::work tx{*conn};
-        tx.exec_params("SELECT rate_limit_define($1, 1000, '1 month', 'fixed_window', time_zone => 'Europe/Paris')",
-                       limit);
+        compat::exec_params(
+            tx, "SELECT rate_limit_define($1, 1000, '1 month', 'fixed_window', time_zone => 'Europe/Paris')", limit);
         month_seconds =
-            tx.exec1(
-                  "SELECT extract(epoch FROM (date_trunc('month', now() AT TIME ZONE 'Europe/Paris')"
-                  " + interval '1 month') AT TIME ZONE 'Europe/Paris'"
-                  " - date_trunc('month', now() AT TIME ZONE 'Europe/Paris') AT TIME ZONE 'Europe/Paris')::bigint")[0]
+            compat::exec1(
+                tx,
+                "SELECT extract(epoch FROM (date_trunc('month', now() AT TIME ZONE 'Europe/Paris')"
+                " + interval '1 month') AT TIME ZONE 'Europe/Paris'"
+                " - date_trunc('month', now() AT TIME ZONE 'Europe/Paris') AT TIME ZONE 'Europe/Paris')::bigint")[0]
                 .as<std::int64_t>();
         tx.commit();
     }
@@ -220,7 +225,7 @@ TEST_F(PolicyTest, CallsSendTheFunctionAloneOnceThePolicyIsCached) {
     pqxx::work tx{*conn};
     for (int i = 0; i < 5; ++i) EXPECT_TRUE(limiter.request(tx, key, limit, 0.1).policy.has_value());
     // ... and nothing stays behind on the caller's connection: no named prepared statement.
-    EXPECT_EQ(tx.exec1("SELECT count(*) FROM pg_prepared_statements")[0].as<int>(), 0);
+    EXPECT_EQ(compat::exec1(tx, "SELECT count(*) FROM pg_prepared_statements")[0].as<int>(), 0);
     tx.commit();
     EXPECT_EQ(calls(), 28);
     EXPECT_EQ(config_reads(), 1);

@@ -9,8 +9,10 @@
 #include <thread>
 #include <vector>
 
+#include "pqxx_compat.hpp"
 #include "support.hpp"
 
+namespace compat = pg_ratelimit::compat;
 namespace pr = pg_ratelimit;
 
 namespace {
@@ -108,7 +110,8 @@ TEST_F(PoolTest, ExhaustedPoolTimesOut) {
     // Hold the key's row lock elsewhere, so the pool's only connection blocks inside a request.
     auto blocker = test_support::connect();
     pqxx::work lock{*blocker};
-    lock.exec_params("SELECT 1 FROM rate_limit_state WHERE limit_name = $1 AND key = $2 FOR UPDATE", limit, key);
+    compat::exec_params(lock, "SELECT 1 FROM rate_limit_state WHERE limit_name = $1 AND key = $2 FOR UPDATE", limit,
+                        key);
     auto blocked = std::async(std::launch::async, [&] { return limiter.request(key, limit).allowed; });
     ASSERT_TRUE(test_support::wait_for_lock_wait(app)) << "the pooled request never blocked on the row lock";
 

@@ -9,6 +9,7 @@
 #include <pqxx/pqxx>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "all_rows.hpp"
 #include "support.hpp"
@@ -179,11 +180,13 @@ TEST_P(RequestAllOrderTest, OppositeOrdersNeverDeadlockAndAdmitExactly) {
     std::atomic<int> admitted{0};
     std::atomic<int> mismatched{0};
     test_support::Barrier start(2);
+    // Named, not braced lists in the call: g++ 16 took those inside ?: for dangling temporaries.
+    const std::vector<pr::LimitRequest> a_then_b = {{key, a, 1}, {key, b, 1}};
+    const std::vector<pr::LimitRequest> b_then_a = {{key, b, 1}, {key, a, 1}};
     auto worker = [&](bool a_first) {
         start.arrive_and_wait();
         for (int i = 0; i < calls_per_thread; ++i) {
-            const pr::AllDecision all = a_first ? pooled.request_all({{key, a, 1}, {key, b, 1}})
-                                                : pooled.request_all({{key, b, 1}, {key, a, 1}});
+            const pr::AllDecision all = pooled.request_all(a_first ? a_then_b : b_then_a);
             if (all.allowed()) ++admitted;
             if (all.allowed() != (all.decisions[0].allowed && all.decisions[1].allowed)) ++mismatched;
         }

@@ -14,8 +14,10 @@
 
 #include "array_params.hpp"
 #include "decision_rows.hpp"
+#include "pqxx_compat.hpp"
 #include "support.hpp"
 
+namespace compat = pg_ratelimit::compat;
 namespace pr = pg_ratelimit;
 using std::chrono::seconds;
 
@@ -225,8 +227,8 @@ TEST_F(RequestManyTest, ArrayParametersArriveUnchanged) {
     auto conn = test_support::connect();
     pqxx::work tx{*conn};
     const pqxx::result texts =
-        tx.exec_params("SELECT k, i FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i) ORDER BY i",
-                       pg_ratelimit::detail::text_array_param(keys));
+        compat::exec_params(tx, "SELECT k, i FROM unnest($1::text[]) WITH ORDINALITY AS u(k, i) ORDER BY i",
+                            compat::binary_param(pg_ratelimit::detail::text_array_param(keys)));
     ASSERT_EQ(texts.size(), keys.size());
     for (std::size_t i = 0; i < keys.size(); ++i)
         EXPECT_EQ(std::string(texts[i][0].c_str(), texts[i][0].size()), keys[i]) << i;
@@ -234,15 +236,15 @@ TEST_F(RequestManyTest, ArrayParametersArriveUnchanged) {
     // PostgreSQL 12+ prints a float8 as the shortest text that reads back as the same double.
     const std::vector<double> costs = {0.1, 1.0 / 3, 1e-9, 1e12, -0.0, std::numeric_limits<double>::infinity()};
     const pqxx::result floats =
-        tx.exec_params("SELECT f::text FROM unnest($1::float8[]) WITH ORDINALITY AS u(f, i) ORDER BY i",
-                       pg_ratelimit::detail::float8_array_param(costs));
+        compat::exec_params(tx, "SELECT f::text FROM unnest($1::float8[]) WITH ORDINALITY AS u(f, i) ORDER BY i",
+                            compat::binary_param(pg_ratelimit::detail::float8_array_param(costs)));
     ASSERT_EQ(floats.size(), costs.size());
     for (std::size_t i = 0; i < costs.size(); ++i) {
         const double back = std::strtod(floats[i][0].c_str(), nullptr);
         EXPECT_EQ(bits(back), bits(costs[i])) << i << ": " << floats[i][0].c_str();  // -0 too
     }
-    const pqxx::row empty =
-        tx.exec_params1("SELECT cardinality($1::text[])", pg_ratelimit::detail::text_array_param({}));
+    const pqxx::row empty = compat::exec_params1(tx, "SELECT cardinality($1::text[])",
+                                                 compat::binary_param(pg_ratelimit::detail::text_array_param({})));
     EXPECT_EQ(empty[0].as<int>(), 0);
 }
 
@@ -313,7 +315,7 @@ TEST_F(RequestManyTest, InTransactionConflictIsRetriedByRunTransaction) {
             if (calls == 1) {
                 auto other = test_support::connect();
                 pqxx::work elsewhere{*other};
-                elsewhere.exec_params("SELECT rate_limit_request($1, $2)", "hot", limit);
+                compat::exec_params(elsewhere, "SELECT rate_limit_request($1, $2)", "hot", limit);
                 elsewhere.commit();
             }
             return limiter->request_many(tx, {"cold", "hot"}, limit);
@@ -339,7 +341,7 @@ TEST_F(RequestManyTest, PooledConflictIsRetried) {
 
     auto conn = test_support::connect();
     pqxx::work holder{*conn};
-    holder.exec_params("SELECT rate_limit_request($1, $2)", "hot", limit);  // locks the row
+    compat::exec_params(holder, "SELECT rate_limit_request($1, $2)", "hot", limit);  // locks the row
     std::vector<pr::Decision> d;
     std::thread caller([&] { d = batch.request_many({"cold", "hot"}, limit); });
     const bool waited = test_support::wait_for_lock_wait(application);

@@ -10,8 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include "pqxx_compat.hpp"
 #include "support.hpp"
 
+namespace compat = pg_ratelimit::compat;
 namespace pr = pg_ratelimit;
 using test_support::Barrier;
 
@@ -62,7 +64,7 @@ class RetryTest : public test_support::ServerTest {
 void consume_elsewhere(const std::string &key, const std::string &limit) {
     auto conn = test_support::connect();
     pqxx::work tx{*conn};
-    tx.exec_params("SELECT rate_limit_request($1, $2)", key, limit);
+    compat::exec_params(tx, "SELECT rate_limit_request($1, $2)", key, limit);
     tx.commit();
 }
 
@@ -163,7 +165,7 @@ TEST_F(RetryTest, HammerAdmitsExactlyTheAllowance) {
                     *conn, pr::isolation::serializable,
                     [&](pqxx::work &tx) {
                         const pr::Decision d = limiter->request(tx, key, limit);
-                        tx.exec_params("INSERT INTO " + log_table + " (allowed) VALUES ($1)", d.allowed);
+                        compat::exec_params(tx, "INSERT INTO " + log_table + " (allowed) VALUES ($1)", d.allowed);
                         return d.allowed;
                     },
                     recorder.policy(1000, std::chrono::seconds{60}));
@@ -175,8 +177,8 @@ TEST_F(RetryTest, HammerAdmitsExactlyTheAllowance) {
     EXPECT_EQ(remaining(), 0);
     auto conn = test_support::connect();
     pqxx::work tx{*conn};
-    EXPECT_EQ(tx.exec1("SELECT count(*) FROM " + log_table + " WHERE allowed")[0].as<int>(), 10);
-    EXPECT_EQ(tx.exec1("SELECT count(*) FROM " + log_table)[0].as<int>(), threads * per_thread);
+    EXPECT_EQ(compat::exec1(tx, "SELECT count(*) FROM " + log_table + " WHERE allowed")[0].as<int>(), 10);
+    EXPECT_EQ(compat::exec1(tx, "SELECT count(*) FROM " + log_table)[0].as<int>(), threads * per_thread);
     tx.exec("DROP TABLE " + log_table);
     tx.commit();
     std::printf("[ stats    ] %d transactions: %zu retries on 40001\n", threads * per_thread,
@@ -321,7 +323,7 @@ TEST_F(RetryTest, LostConnectionBeforeCommitIsReestablishedAndRetried) {
     EXPECT_EQ(recorder.count(pr::RetryReason::connection_lost), 1u);
     EXPECT_EQ(remaining(), 9);  // the first attempt's unit died with its backend
     pqxx::work tx{*conn};       // and the caller's connection works again
-    EXPECT_EQ(tx.exec1("SELECT 1")[0].as<int>(), 1);
+    EXPECT_EQ(compat::exec1(tx, "SELECT 1")[0].as<int>(), 1);
 }
 
 // The backend dies DURING COMMIT (a deferred trigger, run by COMMIT, terminates it): the client cannot

@@ -9,6 +9,10 @@
 #include <pqxx/transaction>
 #include <thread>
 
+#include "pqxx_compat.hpp"
+
+namespace compat = pg_ratelimit::compat;
+
 namespace test_support {
 namespace {
 
@@ -37,7 +41,8 @@ std::string define_limit(const std::string &stem, double rate, const std::string
     std::string name = "client_" + stem + "_" + unique_suffix();
     auto conn = connect();
     pqxx::work tx{*conn};
-    tx.exec_params(
+    compat::exec_params(
+        tx,
         "SELECT rate_limit_define($1, $2, $3::interval, $4, nullif($5::float8, -1), nullif($6::float8, -1),"
         " storage => $7)",
         name, rate, period, algorithm, capacity < 0 ? -1.0 : capacity, max_reserved < 0 ? -1.0 : max_reserved, storage);
@@ -55,10 +60,11 @@ std::string conninfo_with_application_name(const std::string &name) {
 int terminate_backends(const std::string &application_name) {
     auto conn = connect();
     pqxx::work tx{*conn};
-    const pqxx::row row = tx.exec_params1(
-        "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity"
-        " WHERE application_name = $1 AND pid <> pg_backend_pid()",
-        application_name);
+    const pqxx::row row =
+        compat::exec_params1(tx,
+                             "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM pg_stat_activity"
+                             " WHERE application_name = $1 AND pid <> pg_backend_pid()",
+                             application_name);
     tx.commit();
     return row[0].as<int>();
 }
@@ -72,8 +78,8 @@ bool wait_for_lock_wait(const std::string &application_name) {
     auto conn = test_support::connect();
     for (int i = 0; i < 1000; ++i) {
         pqxx::nontransaction tx{*conn};
-        const pqxx::row row = tx.exec_params1(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+        const pqxx::row row = compat::exec_params1(
+            tx, "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
             application_name);
         if (row[0].as<int>() > 0) return true;
         std::this_thread::sleep_for(std::chrono::milliseconds{10});

@@ -244,6 +244,10 @@ inline const TzdbZone &Tzdb(const std::string &name) {
     return *zone;
 }
 
+// The same for a literal name: no temporary std::string at the call, so that g++ 14's -Wdangling-reference
+// does not take `const TimeZone &z = Tzdb("Europe/Paris").zone();` for a reference into that temporary.
+inline const TzdbZone &Tzdb(const char *name) { return Tzdb(std::string(name)); }
+
 inline const TimeZone &FixedOffset(Micros offset) {
     static std::map<Micros, std::unique_ptr<FixedOffsetZone>> zones;
     std::unique_ptr<FixedOffsetZone> &zone = zones[offset];

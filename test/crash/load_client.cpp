@@ -8,8 +8,12 @@
 #include <thread>
 #include <vector>
 
+#include "pqxx_compat.hpp"
+
 namespace crash {
 namespace {
+
+namespace compat = pg_ratelimit::compat;
 
 constexpr const char *kRequestSql = "SELECT allowed FROM rate_limit_request($1, $2)";
 
@@ -27,7 +31,7 @@ enum class Failure {
 
 // Called inside a catch block: what the exception in flight means. Anything else is rethrown, and ends the
 // client as failed: the test must not mistake an error of the extension for the crash.
-Failure classify(const pqxx::connection_base &conn) {
+Failure classify(const compat::Connection &conn) {
     try {
         throw;
     } catch (const pqxx::broken_connection &) {
@@ -39,7 +43,7 @@ Failure classify(const pqxx::connection_base &conn) {
     } catch (const pqxx::deadlock_detected &) {
         return conn.is_open() ? Failure::rolled_back : Failure::connection_lost;
     } catch (const pqxx::sql_error &error) {
-        const std::string &state = error.sqlstate();
+        const std::string state = compat::sqlstate(error);
         if (!conn.is_open() || state.rfind("57P", 0) == 0 || state.rfind("08", 0) == 0) return Failure::connection_lost;
         throw;
     } catch (const pqxx::failure &) {
@@ -60,7 +64,7 @@ enum class Outcome {
 Outcome attempt_autocommit(pqxx::connection &conn, const Request &request, std::vector<char> &allowed) {
     try {
         pqxx::nontransaction tx{conn};
-        allowed[0] = tx.exec_params1(kRequestSql, request.key, request.limit)[0].as<bool>() ? 1 : 0;
+        allowed[0] = compat::exec_params1(tx, kRequestSql, request.key, request.limit)[0].as<bool>() ? 1 : 0;
         return Outcome::committed;
     } catch (...) {
         return classify(conn) == Failure::rolled_back ? Outcome::rolled_back : Outcome::in_doubt;
@@ -71,9 +75,10 @@ Outcome attempt_transaction(pqxx::connection &conn, const Operation &op, std::ve
     bool commit_sent = false;
     try {
         pqxx::work tx{conn};
-        tx.exec0(isolation_sql(op.kind));
+        compat::exec0(tx, isolation_sql(op.kind));
         for (std::size_t i = 0; i < op.requests.size(); ++i)
-            allowed[i] = tx.exec_params1(kRequestSql, op.requests[i].key, op.requests[i].limit)[0].as<bool>() ? 1 : 0;
+            allowed[i] =
+                compat::exec_params1(tx, kRequestSql, op.requests[i].key, op.requests[i].limit)[0].as<bool>() ? 1 : 0;
         commit_sent = true;
         tx.commit();
         return Outcome::committed;
@@ -115,7 +120,7 @@ ClientResult run_client(Workload workload, const std::atomic<bool> &stop, const 
     try {
         pqxx::connection conn{""};
         // libpqxx prints the server's notices and its failed ROLLBACKs after the crash to stderr: noise.
-        const pqxx::quiet_errorhandler quiet{conn};
+        const compat::QuietNotices quiet{conn};
         std::mt19937_64 jitter{std::random_device{}()};
         connected();
         while (!stop.load()) {

@@ -18,6 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "pqxx_compat.hpp"
+
+namespace compat = pg_ratelimit::compat;
+
 namespace {
 
 constexpr int kThreads = 8;
@@ -101,8 +105,8 @@ bool request_once(pqxx::connection &conn, const Scenario &s, const std::string &
     return pg_ratelimit::run_transaction(
         conn, s.level,
         [&](pqxx::work &tx) {
-            const pqxx::row row =
-                tx.exec_params1("SELECT allowed, shadow_denied FROM rate_limit_request('hot', $1, $2)", limit, s.cost);
+            const pqxx::row row = compat::exec_params1(
+                tx, "SELECT allowed, shadow_denied FROM rate_limit_request('hot', $1, $2)", limit, s.cost);
             const bool allowed = row[0].as<bool>();
             if (s.shadow && !allowed) throw std::runtime_error("a shadow limit denied a call");
             return allowed && !row[1].as<bool>();
@@ -120,16 +124,17 @@ TEST_P(Hammer, AdmitsExactlyTheAllowance) {
         pqxx::work tx{admin};
         tx.exec("CREATE EXTENSION IF NOT EXISTS pg_ratelimit");
         // No window opens during the test: 1,000 days, or the calendar window of 2000-2099.
-        tx.exec_params(
+        compat::exec_params(
+            tx,
             "SELECT rate_limit_define($1, rate => $2, period => $3::interval, algorithm => $4, shards => $5, "
             "storage => $6, time_zone => $7, shadow => $8)",
             limit, s.allowance, s.calendar ? "100 years" : "1000 days", s.algorithm, s.shards, s.storage,
             s.calendar ? "Europe/Paris" : nullptr, s.shadow);
-        tx.exec_params("SELECT rate_limit_reset('hot', $1)", limit);
+        compat::exec_params(tx, "SELECT rate_limit_reset('hot', $1)", limit);
         if (s.warm_key) {
             // A request and its refund leave the key full, with its row in place.
-            tx.exec_params("SELECT rate_limit_request('hot', $1)", limit);
-            tx.exec_params("SELECT rate_limit_refund('hot', $1)", limit);
+            compat::exec_params(tx, "SELECT rate_limit_request('hot', $1)", limit);
+            compat::exec_params(tx, "SELECT rate_limit_refund('hot', $1)", limit);
         }
         tx.commit();
     }
@@ -170,9 +175,10 @@ TEST_P(Hammer, AdmitsExactlyTheAllowance) {
 
     pqxx::connection check{""};
     pqxx::work tx{check};
-    const pqxx::row state = tx.exec_params1("SELECT remaining FROM rate_limit_check('hot', $1, $2)", limit, s.cost);
+    const pqxx::row state =
+        compat::exec_params1(tx, "SELECT remaining FROM rate_limit_check('hot', $1, $2)", limit, s.cost);
     EXPECT_EQ(state[0].as<long>(), 0) << "the key must be exhausted, not over- or under-consumed";
-    tx.exec_params("SELECT rate_limit_drop($1)", limit);
+    compat::exec_params(tx, "SELECT rate_limit_drop($1)", limit);
     tx.commit();
 }
 

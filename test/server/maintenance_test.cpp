@@ -41,6 +41,10 @@
 #include <thread>
 #include <vector>
 
+#include "pqxx_compat.hpp"
+
+namespace compat = pg_ratelimit::compat;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -311,16 +315,17 @@ class Client {
             allowed = pg_ratelimit::run_transaction(
                 conn, level_,
                 [&](pqxx::work &tx) {
-                    return tx.exec_params1("SELECT allowed FROM rate_limit_request($1, $2)", key, choice.name)[0]
+                    return compat::exec_params1(tx, "SELECT allowed FROM rate_limit_request($1, $2)", key,
+                                                choice.name)[0]
                         .as<bool>();
                 },
                 policy_);
-        } catch (const pqxx::sql_error &e) {
-            on_error(choice.limit, e.sqlstate(), e.what());
-            return;
         } catch (const pqxx::transaction_rollback &e) {  // 40001 or 40P01 after the last retry
             ++stats_.exhausted[level_index(level_)];
             problem("gave up retrying: " + one_line(e.what()));
+            return;
+        } catch (const pqxx::sql_error &e) {  // (libpqxx 7 and 8: a transaction_rollback is an sql_error)
+            on_error(choice.limit, compat::sqlstate(e), e.what());
             return;
         }
         ++stats_.committed[level_index(level_)];
@@ -424,12 +429,13 @@ std::string execute(pqxx::connection &conn, const std::vector<std::string> &stat
             tx.commit();
         }
         return "";
+    } catch (const pqxx::transaction_rollback &e) {  // libpqxx 6 throws 40001 and 40P01 as these, not as
+        *message = one_line(e.what());               // sql_errors (7 and 8: sql_errors too, caught here first)
+        return "40001/40P01";
     } catch (const pqxx::sql_error &e) {
         *message = one_line(e.what());
-        return e.sqlstate().empty() ? "?" : e.sqlstate();
-    } catch (const pqxx::transaction_rollback &e) {  // libpqxx 6 throws 40001 and 40P01 as these
-        *message = one_line(e.what());
-        return "40001/40P01";
+        const std::string sqlstate = compat::sqlstate(e);
+        return sqlstate.empty() ? "?" : sqlstate;
     }
 }
 
@@ -563,9 +569,9 @@ void remove_test_limits(pqxx::connection &conn) {
 // The lookup index as the extension made it, valid.
 bool lookup_index_in_place(pqxx::connection &conn) {
     pqxx::work tx{conn};
-    return tx.exec1(
-                 "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-                 " WHERE c.relname = 'rate_limit_state_lookup' AND i.indisvalid AND i.indisready")[0]
+    return compat::exec1(tx,
+                         "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                         " WHERE c.relname = 'rate_limit_state_lookup' AND i.indisvalid AND i.indisready")[0]
                .as<int>() == 1;
 }
 
@@ -577,7 +583,7 @@ TEST(MaintenanceUnderLoad, AdmitsWithinAllowancesWithoutSpuriousErrors) {
     {
         pqxx::work tx{admin};
         tx.exec("CREATE EXTENSION IF NOT EXISTS pg_ratelimit");
-        start = tx.exec1("SELECT (now() - interval '1 day')::text")[0].as<std::string>();
+        start = compat::exec1(tx, "SELECT (now() - interval '1 day')::text")[0].as<std::string>();
         tx.commit();
     }
     remove_test_limits(admin);
@@ -588,11 +594,12 @@ TEST(MaintenanceUnderLoad, AdmitsWithinAllowancesWithoutSpuriousErrors) {
         for (const std::string *statement : {&definitions.tb, &definitions.fw, &definitions.cold, &definitions.cap_high,
                                              &definitions.fast, &definitions.flap, &definitions.filler})
             tx.exec(*statement);
-        const long filled = tx.exec_params1(
-                                  "SELECT count(*) FILTER (WHERE (rate_limit_request('f' || g, 'mt_filler')).allowed)"
-                                  " FROM generate_series(1, $1) AS g",
-                                  kFillerRows)[0]
-                                .as<long>();
+        const long filled =
+            compat::exec_params1(tx,
+                                 "SELECT count(*) FILTER (WHERE (rate_limit_request('f' || g, 'mt_filler')).allowed)"
+                                 " FROM generate_series(1, $1) AS g",
+                                 kFillerRows)[0]
+                .as<long>();
         ASSERT_EQ(filled, kFillerRows);
         tx.commit();
     }
@@ -667,8 +674,8 @@ TEST(MaintenanceUnderLoad, AdmitsWithinAllowancesWithoutSpuriousErrors) {
         pqxx::work tx{admin};
         for (const auto &[key, left] : expected_left) {
             const std::size_t slash = key.find('/');
-            const pqxx::row check = tx.exec_params1("SELECT allowed, remaining FROM rate_limit_check($1, $2)",
-                                                    key.substr(slash + 1), key.substr(0, slash));
+            const pqxx::row check = compat::exec_params1(tx, "SELECT allowed, remaining FROM rate_limit_check($1, $2)",
+                                                         key.substr(slash + 1), key.substr(0, slash));
             const bool allowed = check[0].as<bool>();
             const long remaining = check[1].as<long>();
             if ((allowed != (left >= 1) || remaining != std::max(left - 1, 0L)) && ++state_mismatches <= 10)

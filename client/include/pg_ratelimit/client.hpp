@@ -1,4 +1,6 @@
-// pg_ratelimit's C++ client on libpqxx 6.4: include this one header.
+// pg_ratelimit's C++ client on libpqxx (6.4, 7 or 8): include this one header. C++17, or C++20 with
+// libpqxx 8, whose headers need it. Where libpqxx's own types show through, they are those of the libpqxx
+// the client was built on: run_transaction's connection (retry.hpp), the exceptions' bases (errors.hpp).
 //
 //   pg_ratelimit::Options options;
 //   options.pool_size = 8;

@@ -5,6 +5,14 @@
 // propagates unchanged as the libpqxx exception it is (pqxx::broken_connection, pqxx::serialization_failure
 // once retries are exhausted, ...), except a pooled call whose effect is in doubt: InDoubt (a
 // pqxx::in_doubt_error).
+//
+// The libpqxx base classes show through, and they differ between libpqxx versions:
+// - sqlstate() and query() (pqxx::sql_error's) return const std::string & with libpqxx 6.4 and 7, and
+//   std::string_view with libpqxx 8 (std::string(e.sqlstate()) or comparing with == works on all three);
+// - with libpqxx 6.4 and 7 every pqxx::failure, and so Error and InDoubt, is a std::runtime_error; with
+//   libpqxx 8 pqxx::failure derives from std::exception directly (catch std::exception, or pqxx::failure,
+//   to catch them on all three). libpqxx 8 also gives them location() and trace() (where the client made
+//   the exception). PoolTimeout is a std::runtime_error on all three.
 #pragma once
 
 #include <chrono>

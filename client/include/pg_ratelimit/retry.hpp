@@ -9,8 +9,9 @@
 #include <chrono>
 #include <functional>
 #include <optional>
-#include <pqxx/connection_base>
+#include <pqxx/connection>
 #include <pqxx/transaction>
+#include <pqxx/version>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -68,7 +69,17 @@ struct RetryPolicy {
 [[nodiscard]] std::chrono::microseconds backoff_ceiling(const RetryPolicy &policy, int attempt) noexcept;
 
 namespace detail {
-void run_transaction(pqxx::connection_base &conn, isolation level, const RetryPolicy &policy,
+// The connection run_transaction takes, libpqxx's own type showing through: with libpqxx 6.4
+// pqxx::connection_base, the base of all its connection classes (pqxx::connection, pqxx::lazyconnection,
+// ...); with libpqxx 7 and 8 pqxx::connection, the only one (7 keeps connection_base as a deprecated alias
+// of it, 8 removes it). Code that passes a pqxx::connection compiles unchanged on all three.
+#if PQXX_VERSION_MAJOR < 7
+using RetryConnection = pqxx::connection_base;
+#else
+using RetryConnection = pqxx::connection;
+#endif
+
+void run_transaction(RetryConnection &conn, isolation level, const RetryPolicy &policy,
                      const std::function<void(pqxx::work &)> &body);
 }  // namespace detail
 
@@ -76,7 +87,12 @@ void run_transaction(pqxx::connection_base &conn, isolation level, const RetryPo
 // fn returned. When the attempt fails with 40001 or 40P01 (anywhere: in fn or at COMMIT), or the
 // connection is lost before COMMIT was sent, the transaction is rolled back and the WHOLE of fn runs
 // again in a new transaction, after a jittered back-off (a lost connection is re-established first:
-// session state such as SET variables or temporary tables is gone then).
+// session state such as SET variables or temporary tables is gone then). How it is re-established
+// depends on libpqxx: 6.4 reopens the same connection object (libpqxx's reactivation), which keeps its
+// prepared statements' definitions (re-prepared on use) and its error handlers; 7 and 8 never reopen a
+// connection, so run_transaction move-assigns conn a new pqxx::connection made from the lost one's
+// connection_string(): the object's prepared statements and its notice and notification handlers are gone
+// with the old session (prepare again inside fn, where a retried fn needs them).
 //
 // - fn may run several times: keep side effects outside the database out of it (or make them
 //   idempotent), and let exceptions from the database escape it, since swallowing one leaves an
@@ -95,7 +111,7 @@ void run_transaction(pqxx::connection_base &conn, isolation level, const RetryPo
 // - conn belongs to the calling thread for the duration, as any libpqxx connection; it must have no
 //   open transaction.
 template <typename F>
-auto run_transaction(pqxx::connection_base &conn, isolation level, F &&fn, const RetryPolicy &policy = RetryPolicy{})
+auto run_transaction(detail::RetryConnection &conn, isolation level, F &&fn, const RetryPolicy &policy = RetryPolicy{})
     -> std::invoke_result_t<F &, pqxx::work &> {
     using Result = std::invoke_result_t<F &, pqxx::work &>;
     static_assert(!std::is_reference_v<Result>,
