@@ -62,24 +62,33 @@ expected_output() {
         'no server: pqxx::broken_connection'
 }
 
-# 4. A consumer project: find_package(pg_ratelimit_client 0.1 REQUIRED), -Wpedantic -Werror at C++17.
+# 4. A consumer project: find_package(pg_ratelimit_client 0.2 REQUIRED), -Wpedantic -Werror at C++17 (raised
+# to C++20 by the package when the client was built on libpqxx 8, which needs it).
 quiet cmake -S "$CONSUMER" -B "$work/consumer-cmake" -DCMAKE_PREFIX_PATH="$prefix"
 quiet cmake --build "$work/consumer-cmake"
 diff <(expected_output) <("$work/consumer-cmake/consumer") || fail "the find_package consumer's output"
-pass "consumer through find_package(pg_ratelimit_client 0.1) builds (-Wpedantic -Werror, C++17) and runs"
+standard=$(sed -n 's/.*-std=\(c++[0-9]*\).*/\1/p' "$work/consumer-cmake/CMakeFiles/consumer.dir/flags.make" | head -n 1)
+case "$(pkg-config --modversion libpqxx)" in
+    6.* | 7.*) wanted=c++17 ;;
+    *) wanted=c++20 ;;
+esac
+[ "$standard" = "$wanted" ] || fail "the find_package consumer built as ${standard:-no -std} with libpqxx $(pkg-config --modversion libpqxx), not $wanted"
+pass "consumer through find_package(pg_ratelimit_client 0.2) builds (-Wpedantic -Werror, $standard) and runs"
 
-# 5. The package's version file: 0.1.0 does not satisfy a request for 0.2 (SameMinorVersion).
-if cmake -S "$CONSUMER" -B "$work/consumer-0.2" -DCMAKE_PREFIX_PATH="$prefix" -DPG_RATELIMIT_VERSION_WANTED=0.2 \
-    >"$work/v.log" 2>&1; then
-    fail "find_package(pg_ratelimit_client 0.2) accepted version 0.1.0"
-fi
-grep -q 'version: 0.1.0' "$work/v.log" || { cat "$work/v.log" >&2; fail "version 0.2 refused for another reason"; }
-pass "find_package(pg_ratelimit_client 0.2) refuses the installed 0.1.0"
+# 5. The package's version file: 0.2.0 does not satisfy a request for 0.3, nor 0.1 (SameMinorVersion).
+for other in 0.3 0.1; do
+    if cmake -S "$CONSUMER" -B "$work/consumer-$other" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DPG_RATELIMIT_VERSION_WANTED=$other >"$work/v.log" 2>&1; then
+        fail "find_package(pg_ratelimit_client $other) accepted version 0.2.0"
+    fi
+    grep -q 'version: 0.2.0' "$work/v.log" || { cat "$work/v.log" >&2; fail "version $other refused for another reason"; }
+done
+pass "find_package(pg_ratelimit_client 0.3 or 0.1) refuses the installed 0.2.0"
 
 # 6. The same consumer through pkg-config, with the .pc file found by PKG_CONFIG_PATH only.
 pc_dir=$(dirname "$(find "$prefix" -name pg_ratelimit_client.pc)")
 export PKG_CONFIG_PATH=$pc_dir
-[ "$(pkg-config --modversion pg_ratelimit_client)" = 0.1.0 ] || fail "pkg-config --modversion"
+[ "$(pkg-config --modversion pg_ratelimit_client)" = 0.2.0 ] || fail "pkg-config --modversion"
 # shellcheck disable=SC2046 # the flags are words
 quiet g++ -std=c++17 -Wall -Wextra -Wpedantic -Werror "$CONSUMER/consumer.cpp" -o "$work/consumer-pc" \
     $(pkg-config --cflags --libs pg_ratelimit_client)
