@@ -97,6 +97,12 @@ run_matrix() {
             run_suite "isolation tests ($path path)" count_pg_regress in_matrix_root "$version" isolation "$path"
         done
         run_suite "pg_upgrade with the memory save file carried over" count_cases in_matrix_root "$version" pg_upgrade
+        run_suite "C++ tree on this Debian's libpqxx and compiler (-Werror), unit tests" count_ctest \
+            in_matrix_root "$version" client
+        run_suite "server tests: hammer, client library (direct path)" count_ctest in_matrix_root "$version" server
+        run_suite "crash recovery: kill -9 under load, amcheck (direct path)" count_cases in_matrix_root "$version" crash
+        run_suite "Debian packages: built, installed, CREATE EXTENSION, a client built on them" count_cases \
+            in_matrix_root "$version" package
         if [ -f "$ROOT/build/matrix-dump/dump" ]; then
             run_suite "pg_dump of PostgreSQL 15 restored into $version (limits, overrides, keys)" count_cases \
                 in_matrix_root "$version" restore /src/build/matrix-dump
@@ -152,6 +158,8 @@ run_suite "unit tests under ASan + UBSan" count_ctest \
     ctest --test-dir "$ROOT/build-asan" -L unit --no-tests=error --output-on-failure
 run_suite "fuzz: core (libFuzzer, ASan + UBSan, 60 s)" count_cases "$ROOT/scripts/fuzz.sh" 60
 run_suite "client install (no GoogleTest; find_package, pkg-config)" count_cases "$ROOT/test/client_install.sh"
+run_suite "Debian packages built for PostgreSQL 15 (dpkg-buildpackage, lintian)" count_cases \
+    "$ROOT/test/package.sh" --build-only
 
 # Every server-side suite runs once per access path (extension/state/state_access.hpp), against a cluster
 # whose configuration sets it, so that every session of every role uses it; same expected results.
@@ -188,9 +196,9 @@ for path in direct sql; do
         env ACCESS_PATH=$path "$ROOT/test/cleanup_bounded.sh"
 done
 
-# Past one machine: PL/Proxy partitions (scripts/cluster.sh with 2 and 4 partitions).
-run_suite "scale-out through PL/Proxy: 2 and 4 partitions (exactness, placement, failures)" count_cases \
-    "$ROOT/test/scale_out/proxy_test.sh"
+# Past one machine: PL/Proxy and the client's routing over partitions (scripts/cluster.sh, 2 and 4 partitions).
+run_suite "scale-out: PL/Proxy and client routing, 2 and 4 partitions (exactness, placement, failures)" count_cases \
+    "$ROOT/test/scale_out/scale_out_test.sh"
 
 # pg_upgrade of a cluster using the extension (same major version: Debian has no two in one release).
 run_suite "pg_upgrade with the memory save file carried over" count_cases "$ROOT/test/pg_upgrade.sh"

@@ -69,4 +69,8 @@ Reservation Limiter::reserve(pqxx::transaction_base &tx, const std::string &key,
 
 RetryStats Limiter::stats() const { return core_->stats(); }
 
+std::size_t Limiter::partitions() const { return core_->partitions(); }
+
+std::size_t Limiter::partition_of(const std::string &key) const { return core_->partition_of(key); }
+
 }  // namespace pg_ratelimit

@@ -1,10 +1,15 @@
 #include "limiter_core.hpp"
 
+#include <exception>
+#include <pqxx/except>
 #include <pqxx/nontransaction>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
 #include "database_scope.hpp"
+#include "key_hash.hpp"
+#include "pg_ratelimit/errors.hpp"
 #include "pqxx_compat.hpp"
 
 namespace pg_ratelimit::detail {
@@ -25,24 +30,97 @@ std::vector<LimitRequest> requests_of(const BatchArgs &args) {
     return requests;
 }
 
+// The servers a Limiter calls: its conninfo, or the partitions (a power of two, the conninfo then empty).
+std::vector<std::string> servers_of(const std::string &conninfo, const Options &options) {
+    if (options.partitions.empty()) return {conninfo};
+    const std::size_t count = options.partitions.size();
+    if ((count & (count - 1)) != 0)
+        throw std::invalid_argument("pg_ratelimit: Options::partitions has " + std::to_string(count) +
+                                    " servers; their number must be a power of two (1, 2, 4, 8...): keys go to "
+                                    "partition hashtext(key) & (N - 1), as PL/Proxy routes them");
+    if (!conninfo.empty())
+        throw std::invalid_argument(
+            "pg_ratelimit: a Limiter with Options::partitions takes an empty conninfo (the partitions' "
+            "connection strings say where each is)");
+    return options.partitions;
+}
+
+std::string key_list(const std::vector<std::string> &keys) {
+    std::string list;
+    for (std::size_t i = 0; i < keys.size() && i < 3; ++i) list += (i > 0 ? ", \"" : "\"") + keys[i] + "\"";
+    return keys.size() > 3 ? list + ", ..." : list;
+}
+
 }  // namespace
 
+// With partitions, a partition that cannot be reached when the Limiter is made (a server down, or
+// restarting) does not keep the others from being used: its pool connects when a call needs it, and its
+// keys' calls fail with the connection's error until it is back. Any other failure (a partition without
+// the extension: ExtensionMissing), or every partition unreachable, fails the construction, as a single
+// server's does.
 LimiterCore::LimiterCore(const std::string &conninfo, Options options)
-    : options_(std::move(options)),
-      statements_(options_.schema),
-      policies_(options_.policy_ttl, options_.policy_keys),
-      pool_(conninfo, options_.pool_size, options_.acquire_timeout, [this](pqxx::connection &connection) {
-          // The session default, so that BEGIN alone starts a transaction at the configured level.
-          pqxx::nontransaction setup{connection};
-          compat::exec0(setup, std::string("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL ") +
-                                   isolation_sql(options_.level));
-          statements_.prepare_on(connection);
-      }) {}
+    : options_(std::move(options)), statements_(options_.schema), policies_(options_.policy_ttl, options_.policy_keys) {
+    const std::vector<std::string> servers = servers_of(conninfo, options_);
+    scopes_.resize(servers.size());
+    for (std::size_t partition = 0; partition < servers.size(); ++partition)
+        pools_.push_back(std::make_unique<Pool>(
+            servers[partition], options_.pool_size, options_.acquire_timeout,
+            [this, partition](pqxx::connection &connection) {
+                // The session default, so that BEGIN alone starts a transaction at the configured level.
+                pqxx::nontransaction setup{connection};
+                compat::exec0(setup, std::string("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL ") +
+                                         isolation_sql(options_.level));
+                statements_.prepare_on(connection);
+                const std::lock_guard<std::mutex> guard(scopes_mutex_);
+                if (scopes_[partition].empty()) scopes_[partition] = database_scope(connection);
+            },
+            servers.size() == 1));
+    if (servers.size() == 1) return;
+    std::exception_ptr unreachable;
+    std::size_t reached = 0;
+    for (const auto &pool : pools_) {
+        try {
+            (void)pool->acquire();  // opens its first connection, kept idle
+            ++reached;
+        } catch (const pqxx::broken_connection &) {
+            if (!unreachable) unreachable = std::current_exception();
+        }
+    }
+    if (reached == 0) std::rethrow_exception(unreachable);
+}
+
+std::size_t LimiterCore::partition_of(const std::string &key) const { return detail::partition_of(key, pools_.size()); }
+
+void LimiterCore::require_partition(pqxx::transaction_base &tx, const std::vector<std::string> &keys,
+                                    const char *what) const {
+    if (pools_.size() == 1 || keys.empty()) return;
+    const std::size_t partition = partition_of(keys[0]);
+    for (const std::string &key : keys)
+        if (partition_of(key) != partition)
+            throw WrongPartition(std::string("pg_ratelimit: ") + what + " runs on one server, and its keys (" +
+                                 key_list(keys) + ") belong to several partitions (Limiter::partition_of)");
+    std::string scope;
+    {
+        const std::lock_guard<std::mutex> guard(scopes_mutex_);
+        scope = scopes_[partition];
+    }
+    if (scope.empty()) {
+        (void)pools_[partition]->acquire();  // the partition was down when the Limiter was made: connect now
+        const std::lock_guard<std::mutex> guard(scopes_mutex_);
+        scope = scopes_[partition];
+    }
+    if (database_scope(tx.conn()) != scope)
+        throw WrongPartition(std::string("pg_ratelimit: ") + what + " on key \"" + keys[0] +
+                             "\" belongs on partition " + std::to_string(partition) + " (Options::partitions[" +
+                             std::to_string(partition) +
+                             "]), and the transaction's connection is to another server or database: open it "
+                             "with that partition's connection string");
+}
 
 Decision LimiterCore::pooled(Call call, const CallArgs &args) {
     const PooledCall described{function_name(call), read_only(call), [&] { return requests_of(call, args); }};
     Decision decision;
-    run_pooled(described, [&](pqxx::transaction_base &tx, Registered &registered) {
+    run_pooled(*pools_[partition_of(args.key)], described, [&](pqxx::transaction_base &tx, Registered &registered) {
         decision = statements_.run_prepared(tx, registered, call, args);
         if (!returns_nothing(call))
             decision.policy = policies_.get(database_scope(tx.conn()), args.limit, args.key,
@@ -52,6 +130,7 @@ Decision LimiterCore::pooled(Call call, const CallArgs &args) {
 }
 
 Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, const CallArgs &args) {
+    require_partition(tx, {args.key}, function_name(call));
     Decision decision = statements_.run_unprepared(tx, call, args);
     // On a miss, the policy is read in the caller's transaction, the only connection this thread may
     // use without waiting for the pool (a pooled connection could be busy behind a row lock tx holds), and
@@ -62,10 +141,10 @@ Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, cons
     return decision;
 }
 
-std::vector<Decision> LimiterCore::pooled_many(const BatchArgs &args) {
+std::vector<Decision> LimiterCore::pooled_many(const BatchArgs &args, std::size_t partition) {
     const PooledCall described{"rate_limit_request_many", false, [&] { return requests_of(args); }};
     std::vector<Decision> decisions;
-    run_pooled(described, [&](pqxx::transaction_base &tx, Registered &registered) {
+    run_pooled(*pools_[partition], described, [&](pqxx::transaction_base &tx, Registered &registered) {
         decisions = statements_.run_many_prepared(tx, registered, args);
         const std::string scope = database_scope(tx.conn());
         // Each key's own policy: one read for a limit without overrides, one per key not cached otherwise.
@@ -78,6 +157,7 @@ std::vector<Decision> LimiterCore::pooled_many(const BatchArgs &args) {
 }
 
 std::vector<Decision> LimiterCore::in_transaction_many(pqxx::transaction_base &tx, const BatchArgs &args) {
+    require_partition(tx, args.keys, "rate_limit_request_many in a transaction");
     std::vector<Decision> decisions = statements_.run_many_unprepared(tx, args);
     const std::string scope = database_scope(tx.conn());
     for (std::size_t i = 0; i < decisions.size(); ++i)
@@ -87,10 +167,30 @@ std::vector<Decision> LimiterCore::in_transaction_many(pqxx::transaction_base &t
     return decisions;
 }
 
+namespace {
+
+std::vector<std::string> keys_of(const std::vector<LimitRequest> &requests) {
+    std::vector<std::string> keys;
+    keys.reserve(requests.size());
+    for (const LimitRequest &request : requests) keys.push_back(request.key);
+    return keys;
+}
+
+}  // namespace
+
 AllDecision LimiterCore::pooled_all(const AllArgs &args) {
+    const std::size_t partition = partition_of(args.requests[0].key);
+    for (const LimitRequest &request : args.requests)
+        if (partition_of(request.key) != partition)
+            throw WrongPartition(
+                "pg_ratelimit: rate_limit_request_all decides all or nothing on one server, and "
+                "its keys (" +
+                key_list(keys_of(args.requests)) +
+                ") belong to several partitions (Limiter::partition_of): choose keys of one "
+                "partition, or call request() per partition without the all-or-nothing");
     const PooledCall described{"rate_limit_request_all", false, [&] { return args.requests; }};
     AllDecision all;
-    run_pooled(described, [&](pqxx::transaction_base &tx, Registered &registered) {
+    run_pooled(*pools_[partition], described, [&](pqxx::transaction_base &tx, Registered &registered) {
         all = statements_.run_all_prepared(tx, registered, args);
         const std::string scope = database_scope(tx.conn());
         for (std::size_t i = 0; i < all.decisions.size(); ++i) {
@@ -104,6 +204,7 @@ AllDecision LimiterCore::pooled_all(const AllArgs &args) {
 }
 
 AllDecision LimiterCore::in_transaction_all(pqxx::transaction_base &tx, const AllArgs &args) {
+    require_partition(tx, keys_of(args.requests), "rate_limit_request_all");
     AllDecision all = statements_.run_all_unprepared(tx, args);
     const std::string scope = database_scope(tx.conn());
     for (std::size_t i = 0; i < all.decisions.size(); ++i) {

@@ -7,11 +7,13 @@
 
 namespace pg_ratelimit::detail {
 
-Pool::Pool(std::string conninfo, std::size_t size, std::chrono::milliseconds acquire_timeout, Setup setup)
+Pool::Pool(std::string conninfo, std::size_t size, std::chrono::milliseconds acquire_timeout, Setup setup,
+           bool connect_now)
     : conninfo_(std::move(conninfo)),
       size_(size == 0 ? 1 : size),
       acquire_timeout_(acquire_timeout),
       setup_(std::move(setup)) {
+    if (!connect_now) return;
     idle_.push_back(open());
     open_ = 1;
 }

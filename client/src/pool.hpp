@@ -25,8 +25,9 @@ class Pool {
     // whose setup throws is discarded and the exception propagates.
     using Setup = std::function<void(pqxx::connection &)>;
 
-    // Opens the first connection now, so a bad conninfo fails at construction.
-    Pool(std::string conninfo, std::size_t size, std::chrono::milliseconds acquire_timeout, Setup setup);
+    // Opens the first connection now (unless connect_now is false), so a bad conninfo fails at construction.
+    Pool(std::string conninfo, std::size_t size, std::chrono::milliseconds acquire_timeout, Setup setup,
+         bool connect_now = true);
     Pool(const Pool &) = delete;
     Pool &operator=(const Pool &) = delete;
 

@@ -27,17 +27,41 @@ std::optional<detail::BatchArgs> batch_args(const std::vector<std::string> &keys
     return args;
 }
 
+// The pooled batch, one call per partition holding some of the keys, in partition order; the decisions
+// put back in the order given. Every key and cost is checked before the first call.
+std::vector<Decision> pooled_batch(detail::LimiterCore &core, const std::vector<std::string> &keys,
+                                   const std::string &limit, const std::vector<double> *costs) {
+    const auto all = batch_args(keys, limit, costs);
+    if (!all) return {};
+    if (core.partitions() == 1) return core.pooled_many(*all, 0);
+    std::vector<std::vector<std::size_t>> positions(core.partitions());
+    for (std::size_t i = 0; i < keys.size(); ++i) positions[core.partition_of(keys[i])].push_back(i);
+    std::vector<Decision> decisions(keys.size());
+    for (std::size_t partition = 0; partition < positions.size(); ++partition) {
+        if (positions[partition].empty()) continue;
+        std::vector<std::string> part_keys;
+        std::vector<double> part_costs;
+        for (const std::size_t i : positions[partition]) {
+            part_keys.push_back(keys[i]);
+            if (costs != nullptr) part_costs.push_back((*costs)[i]);
+        }
+        const auto part = batch_args(part_keys, limit, costs != nullptr ? &part_costs : nullptr);
+        std::vector<Decision> part_decisions = core.pooled_many(*part, partition);
+        for (std::size_t n = 0; n < part_decisions.size(); ++n)
+            decisions[positions[partition][n]] = std::move(part_decisions[n]);
+    }
+    return decisions;
+}
+
 }  // namespace
 
 std::vector<Decision> Limiter::request_many(const std::vector<std::string> &keys, const std::string &limit) {
-    const auto args = batch_args(keys, limit, nullptr);
-    return args ? core_->pooled_many(*args) : std::vector<Decision>{};
+    return pooled_batch(*core_, keys, limit, nullptr);
 }
 
 std::vector<Decision> Limiter::request_many(const std::vector<std::string> &keys, const std::string &limit,
                                             const std::vector<double> &costs) {
-    const auto args = batch_args(keys, limit, &costs);
-    return args ? core_->pooled_many(*args) : std::vector<Decision>{};
+    return pooled_batch(*core_, keys, limit, &costs);
 }
 
 std::vector<Decision> Limiter::request_many(pqxx::transaction_base &tx, const std::vector<std::string> &keys,

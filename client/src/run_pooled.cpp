@@ -45,14 +45,14 @@ std::vector<std::string> limits_of(const std::vector<LimitRequest> &requests) {
     return limits;
 }
 
-void LimiterCore::run_pooled(const PooledCall &call,
+void LimiterCore::run_pooled(Pool &pool, const PooledCall &call,
                              const std::function<void(pqxx::transaction_base &, Registered &)> &body) {
-    const auto on_connection_lost = [this] { pool_.drop_idle(); };
+    const auto on_connection_lost = [&pool] { pool.drop_idle(); };
     if (call.read_only) {
         retry_loop(
             options_.retry, &counters_,
             [&] {
-                const Pool::Lease lease = pool_.acquire();  // declared first: outlives the transaction
+                const Pool::Lease lease = pool.acquire();  // declared first: outlives the transaction
                 pqxx::nontransaction tx{lease.connection()};
                 body(tx, lease.marks());
             },
@@ -66,7 +66,7 @@ void LimiterCore::run_pooled(const PooledCall &call,
         retry_loop(
             options_.retry, &counters_,
             [&] {
-                const Pool::Lease lease = pool_.acquire();
+                const Pool::Lease lease = pool.acquire();
                 bool sent = false;
                 try {
                     // An explicit transaction, not autocommit: a connection lost before COMMIT then leaves a

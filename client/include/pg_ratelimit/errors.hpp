@@ -145,4 +145,12 @@ class PoolTimeout : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// Options::partitions: a call that runs on one server got keys of several partitions (request_all, an
+// in-transaction call), or an in-transaction call's connection is not to its key's partition
+// (Limiter::partition_of). Thrown before anything is sent: a programming error, not a server's answer.
+class WrongPartition : public std::invalid_argument {
+  public:
+    using std::invalid_argument::invalid_argument;
+};
+
 }  // namespace pg_ratelimit

@@ -47,6 +47,14 @@ struct Options {
     // kept for policy_ttl like a limit's, for at most this many keys per Limiter (beyond, the expired ones
     // are dropped, then all). Limits without overrides take one entry whatever the number of keys.
     std::size_t policy_keys = 10000;
+    // Keys spread over several servers (docs/scale-out.md): the libpq connection strings of 2, 4, 8...
+    // partitions, each running pg_ratelimit with the same limits. Each call goes to the partition of its
+    // key, hashtext(key) & (N - 1) over the key's bytes, as PL/Proxy's proxy (proxy/pg_ratelimit_proxy.sql)
+    // routes it, on a pool of its own (pool_size connections at most per partition). request_many splits its
+    // keys by partition and puts the decisions back in the order given; request_all and the in-transaction
+    // calls need one partition (WrongPartition otherwise). Empty: the one server of the Limiter's
+    // conninfo; with partitions that conninfo must be empty.
+    std::vector<std::string> partitions{};
 };
 
 // Cumulative counters of the pooled calls' retry loops (run_transaction reports through
@@ -137,6 +145,10 @@ class Limiter {
     //   out of step are a programming error, not bad input.
     // - An empty keys returns an empty vector at once, without contacting the server (so it does not
     //   check that the limit exists either).
+    // - With Options::partitions, the pooled overloads send each partition its keys (one call per partition,
+    //   in partition order): not all or nothing across partitions, so a call that fails on one partition
+    //   leaves the decisions made on the partitions before it in force (a memory limit's too); the
+    //   in-transaction overloads need every key on tx's partition (WrongPartition).
     // - The keys' state rows are updated, and locked until the transaction ends, in the order given:
     //   concurrent batches naming the same keys in different orders can deadlock (40P01: retried by the
     //   pooled overloads, thrown by the in-transaction ones). Give keys in a consistent order (sorted,
@@ -241,6 +253,11 @@ class Limiter {
 
     // Retry counters of the pooled calls so far.
     [[nodiscard]] RetryStats stats() const;
+
+    // With Options::partitions: how many there are, and the one a key belongs to (an index into
+    // Options::partitions), whose connection an in-transaction call on the key must run on. 1 and 0 without.
+    [[nodiscard]] std::size_t partitions() const;
+    [[nodiscard]] std::size_t partition_of(const std::string &key) const;
 
   private:
     std::shared_ptr<detail::LimiterCore> core_;

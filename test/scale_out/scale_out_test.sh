@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# pg_ratelimit through PL/Proxy (proxy/pg_ratelimit_proxy.sql), against scripts/cluster.sh with 2 and 4
-# partitions: exact admission under 8 clients on one key; 10,000 keys each stored on exactly the partition
-# the hash names; definitions identical everywhere; rate_limit_request_many's positions; memory storage
-# and shards; NULL keys; RL001's DETAIL intact; a partition stopped and started again (only its keys fail,
-# clearly; recovery without action); and the non-transactional behaviour the docs state (a ROLLBACK on the
-# proxy keeps what the partitions consumed). Prints "ok: ..." per check and "cases: N"; exits non-zero on
-# any failure.
+# Keys spread over partitions, against scripts/cluster.sh with 2 and 4 partitions, two ways:
+# - through PL/Proxy (proxy/pg_ratelimit_proxy.sql): exact admission under 8 clients on one key; 10,000
+#   keys each stored on exactly the partition the hash names; definitions identical everywhere;
+#   rate_limit_request_many's positions; memory storage and shards; NULL keys; RL001's DETAIL intact; a
+#   partition stopped and started again (only its keys fail, clearly; recovery without action); and the
+#   non-transactional behaviour the docs state (a ROLLBACK on the proxy keeps what the partitions consumed);
+# - through the C++ client's routing (Options::partitions; test/scale_out/client_routing_test.cpp, the
+#   CMake build's scale_out_tests): its hash against the server's hashtext on 20,000 keys and against the
+#   proxy's placement, the same checks, in-transaction calls and request_all on one partition only, and a
+#   partition stopped and started under a Limiter.
+# Prints "ok: ..." per check and "cases: N"; exits non-zero on any failure.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../../scripts/common.sh"
@@ -14,6 +18,8 @@ failures=0
 check() {  # check NAME EXPECTED ACTUAL
     if [ "$2" = "$3" ]; then echo "ok: $1"; cases=$((cases + 1)); else echo "FAILED: $1: expected [$2], got [$3]"; failures=$((failures + 1)); fi
 }
+TESTS=${SCALE_OUT_TESTS:-$ROOT/build/test/scale_out/scale_out_tests}
+[ -x "$TESTS" ] || die "no $TESTS: build the CMake tree with the tests first (cmake -S . -B build -DPG_RATELIMIT_BUILD_TESTS=ON)"
 DIR=$(mktemp -d "${TMPDIR:-/tmp}/pg_ratelimit_scale_out.XXXXXX")
 trap '"$ROOT/scripts/cluster.sh" stop "$DIR" >/dev/null 2>&1; rm -rf "$DIR"' EXIT
 ensure_packages "${PACKAGES[@]}"
@@ -101,6 +107,20 @@ SQL
     RUN_DIR=$DIR PG_BIN=$PG_BIN cluster_start p0 -c shared_preload_libraries=pg_ratelimit >/dev/null
     check "N=$N: partition 0 restarted: its keys work again, no action on the proxy" t \
         "$(px -c "SELECT allowed FROM rate_limit_request('$down_key', 'exact')")"
+
+    # The C++ client's routing on the same cluster and limits (fresh keys of its own).
+    partitions=$(for ((k = 0; k < N; k++)); do echo "host=$DIR/p$k port=5432 user=postgres dbname=postgres"; done)
+    control="source '$ROOT/scripts/common.sh'; RUN_DIR='$DIR'; PG_BIN='$PG_BIN'"
+    PG_RATELIMIT_PARTITIONS=$partitions PG_RATELIMIT_PROXY="host=$DIR/proxy port=5432 user=postgres dbname=postgres" \
+        PG_RATELIMIT_STOP_PARTITION0="bash -c \"$control; cluster_stop p0\" >/dev/null" \
+        PG_RATELIMIT_START_PARTITION0="bash -c \"$control; cluster_start p0 -c shared_preload_libraries=pg_ratelimit\" >/dev/null" \
+        "$TESTS" >"$DIR.client.log" 2>&1
+    client_status=$?
+    grep -E '^\[ +(OK|FAILED) +\]' "$DIR.client.log" | sed "s/^/    N=$N client: /"
+    [ $client_status -eq 0 ] || tail -n 40 "$DIR.client.log"
+    check "N=$N: the C++ client's routing: every test of scale_out_tests passed" "0 $("$TESTS" --gtest_list_tests | grep -c '^  ')" \
+        "$client_status $(grep -c '^\[       OK \]' "$DIR.client.log")"
+    cases=$((cases + $(grep -c '^\[       OK \]' "$DIR.client.log") - 1))
 
     px -c "SELECT rate_limit_drop(n) FROM unnest(ARRAY['exact', 'spread', 'mem', 'hot', 'tiny']) n" >/dev/null
     left=$(for ((k = 0; k < N; k++)); do part "$k" -c "SELECT count(*) FROM rate_limit_config WHERE name <> 'default'"; done | sort -u | tr '\n' ' ')
