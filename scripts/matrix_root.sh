@@ -21,6 +21,7 @@ ROOTS=${PG_RATELIMIT_ROOTS:-/var/cache/pg_ratelimit/roots}
 root_packages() {
     echo "postgresql-$1 postgresql-server-dev-$1 postgresql-client-$1 build-essential cmake pkg-config git"
     echo "libpqxx-dev libgtest-dev libgmock-dev ca-certificates locales-all procps"
+    echo "debhelper postgresql-server-dev-all"
 }
 
 suite_of() {
@@ -52,10 +53,20 @@ in_root() {
 }
 
 make_root() {
-    local version=$1 suite root started
+    local version=$1 suite root started packages
     suite=$(suite_of "$version")
     root=$(root_dir "$version")
+    packages=$(root_packages "$version" | tr '\n' ' ')
     if [ -f "$root/.pg_ratelimit-root-complete" ]; then
+        # A root made for another list of packages (an older checkout's) gets what it lacks.
+        if [ "$(cat "$root/.pg_ratelimit-root-complete")" != "$packages" ]; then
+            log "PostgreSQL $version root: cached in $root; installing the packages it lacks"
+            # shellcheck disable=SC2086
+            in_root "$root" "apt-get -o Acquire::Check-Valid-Until=false update -qq &&
+                DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Check-Valid-Until=false install -y -qq \
+                    --no-install-recommends $packages >/dev/null" || die "installing packages in the $suite root failed"
+            echo "$packages" | as_root tee "$root/.pg_ratelimit-root-complete" >/dev/null
+        fi
         log "PostgreSQL $version root: cached in $root"
         return 0
     fi
@@ -70,9 +81,10 @@ make_root() {
     # shellcheck disable=SC2046
     in_root "$root" "apt-get -o Acquire::Check-Valid-Until=false update -qq &&
         DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Check-Valid-Until=false install -y -qq \
-            --no-install-recommends $(root_packages "$version" | tr '\n' ' ') >/dev/null" ||
+            --no-install-recommends $packages >/dev/null" ||
         die "installing PostgreSQL $version in the $suite root failed"
-    as_root touch "$root/.pg_ratelimit-root-complete"
+    # The marker holds the list of packages, so that a cached root can be completed when it changes.
+    echo "$packages" | as_root tee "$root/.pg_ratelimit-root-complete" >/dev/null
     log "PostgreSQL $version root: ready in $(($(date +%s) - started)) s"
 }
 

@@ -8,9 +8,19 @@
 #   scripts/matrix_suite.sh pg_upgrade              test/pg_upgrade.sh (old and new clusters of this version)
 #   scripts/matrix_suite.sh restore DIR             a pg_dump of PostgreSQL 15 (test/dump_restore.sh dump DIR,
 #                                                   on the host) restored here and compared
+#   scripts/matrix_suite.sh client                  the C++ tree on this Debian's libpqxx and compiler (-Werror,
+#                                                   no benchmarks), then its unit tests (ctest -L unit)
+#   scripts/matrix_suite.sh server                  the server tests of that build (ctest -L server: hammer,
+#                                                   client library) against a cluster of this version
+#   scripts/matrix_suite.sh crash                   test/crash/crash_test.sh with that build's load driver
+#   scripts/matrix_suite.sh package                 the Debian packages built (dpkg-buildpackage) for this
+#                                                   version, installed, CREATE EXTENSION and a decision on a
+#                                                   cluster of the system's PostgreSQL, a client built on the
+#                                                   installed -dev package; then purged
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 [ "$PG_MAJOR" != 15 ] || die "run inside a matrix root, with PG_MAJOR set (scripts/matrix.sh)"
+CMAKE_BUILD=/build/pg_ratelimit-cmake  # kept in the root between runs: incremental
 
 case "${1:-}" in
     build)
@@ -34,5 +44,22 @@ case "${1:-}" in
         start_cluster -c shared_preload_libraries=pg_ratelimit
         "$ROOT/test/dump_restore.sh" restore "${2:?dump directory}"
         ;;
-    *) die "usage: $0 build | regress PATH | isolation PATH | pg_upgrade | restore DIR" ;;
+    client)
+        cmake -S "$ROOT" -B "$CMAKE_BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=ON \
+            -DPG_RATELIMIT_BUILD_BENCH=OFF -DPG_RATELIMIT_WERROR=ON | grep 'pg_ratelimit:' || true
+        cmake --build "$CMAKE_BUILD" -j2 >"$CMAKE_BUILD.log" 2>&1 || { tail -n 60 "$CMAKE_BUILD.log"; exit 1; }
+        ctest --test-dir "$CMAKE_BUILD" -L unit --no-tests=error --output-on-failure
+        ;;
+    server)
+        build_and_install_extension >/dev/null 2>&1 || build_and_install_extension
+        start_cluster -c shared_preload_libraries=pg_ratelimit
+        ctest --test-dir "$CMAKE_BUILD" -L server --no-tests=error --output-on-failure
+        ;;
+    crash)
+        "$ROOT/test/crash/crash_test.sh" "$CMAKE_BUILD/test/crash/crash_load"
+        ;;
+    package)
+        "$ROOT/test/package.sh"
+        ;;
+    *) die "usage: $0 build | regress PATH | isolation PATH | pg_upgrade | restore DIR | client | server | crash | package" ;;
 esac
