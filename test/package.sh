@@ -23,8 +23,13 @@ run_dir
 work=$RUN_DIR/package
 source_dir=$work/pg-ratelimit-$version
 mkdir -p "$source_dir"
-# The tracked and untracked files, not the builds (as a source package would hold).
-(cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$source_dir"
+# The tracked and untracked files, not the builds (as a source package would hold); in a copy that is not a
+# git checkout (the version matrix's), everything but the build directories.
+if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf -) | tar -xf - -C "$source_dir"
+else
+    (cd "$ROOT" && tar --exclude='./build*' --exclude=./.git --exclude='*.o' --exclude='*.so' -cf - .) | tar -xf - -C "$source_dir"
+fi
 (
     cd "$source_dir"
     pg_buildext updatecontrol >/dev/null

@@ -50,8 +50,12 @@ uint64 run_over_rows(const char *query, const text *name, const text *key) {
     return extension_sql_run_seeing_all(query, key == nullptr ? 1 : 2, types, values, nullptr, SPI_OK_SELECT);
 }
 
-// The versions of the keys' rows in `table` the latest snapshot sees (palloc'd, *count of them).
-ItemPointerData *key_rows(const text *name, const text *key, StateTable table, uint64 *count) {
+// The versions of the keys' rows in `table` the latest snapshot sees (palloc'd, *count of them). The table is
+// opened first in RowExclusiveLock, which the locking then needs: taking a lighter lock first and that one
+// after would deadlock with a DBA's DROP INDEX or REINDEX queued in between.
+ItemPointerData *key_rows(const CallContext &context, const text *name, const text *key, StateTable table,
+                          uint64 *count) {
+    require_usable_state_table(context.extension, context.schema, table);
     *count = run_over_rows(psprintf("SELECT ctid %s", rows_of(table, key)), name, key);
     auto *rows = static_cast<ItemPointerData *>(palloc(sizeof(ItemPointerData) * Max(*count, 1)));
     for (uint64 i = 0; i < *count; ++i) {
@@ -110,7 +114,7 @@ uint64 lock_latest_versions(const CallContext &context, const text *name, StateT
 void lock_rows_briefly(const CallContext &context, const text *name, const text *key) {
     for (const StateTable table : STATE_TABLES) {
         uint64 count = 0;
-        const ItemPointerData *rows = key_rows(name, key, table, &count);
+        const ItemPointerData *rows = key_rows(context, name, key, table, &count);
         (void)lock_latest_versions(context, name, table, rows, count, false, FUSE_MS, nullptr, 0);
     }
 }
@@ -120,7 +124,7 @@ void lock_rows_briefly(const CallContext &context, const text *name, const text 
 bool holds_stored_keys(const CallContext &context, const text *name, const text *key) {
     for (const StateTable table : STATE_TABLES) {
         uint64 count = 0;
-        const ItemPointerData *rows = key_rows(name, key, table, &count);
+        const ItemPointerData *rows = key_rows(context, name, key, table, &count);
         if (lock_latest_versions(context, name, table, rows, count, true, 0, nullptr, 0) > 0) return false;
     }
     return true;
@@ -136,7 +140,7 @@ void wait_for_holders(const CallContext &context, const text *name, const text *
         uint64 held_count = 0;
         (void)in_subtransaction([&] {
             uint64 count = 0;
-            const ItemPointerData *rows = key_rows(name, key, table, &count);
+            const ItemPointerData *rows = key_rows(context, name, key, table, &count);
             held_count = Min(lock_latest_versions(context, name, table, rows, count, true, 0, held, MAX_HELD_ROWS),
                              static_cast<uint64>(MAX_HELD_ROWS));
             return SubtransactionEnd::roll_back;
