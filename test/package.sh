@@ -65,7 +65,7 @@ got=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "CREATE EXTENSION pg_ratelimit" \
     -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_ratelimit'" \
     -c "SELECT rate_limit_define('api', 2, '1 minute', storage => 'memory')" \
     -c "SELECT string_agg((rate_limit_request('user1', 'api')).allowed::text, ',') FROM generate_series(1, 3)" | tr '\n' ' ')
-[ "$got" = "$version  t,t,f " ] || fail "CREATE EXTENSION and three requests on 2 per minute: got [$got]"
+[ "$got" = "$version  true,true,false " ] || fail "CREATE EXTENSION and three requests on 2 per minute: got [$got]"
 pass "CREATE EXTENSION pg_ratelimit $version from the package, preloaded: 2 of 3 requests admitted"
 
 # A program built against the installed -dev package, found by find_package in /usr.
