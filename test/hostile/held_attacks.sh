@@ -38,7 +38,11 @@ check "no search path leak after caught errors" "$(printf '{s1,public}\n{s1,publ
       "$(grep -v -e ERROR -e '^$' <<<"$got")"
 
 # 3. Definitions undone by ROLLBACK, ROLLBACK TO SAVEPOINT, an exception block and ROLLBACK PREPARED
-#    are not used afterwards; a COMMIT PREPARED from another session is.
+#    are not used afterwards, nor while prepared: a request meanwhile decides under the old definition
+#    (d|1, not 499 under the prepared one). Since the commit-time check (README "Redefining a limit" and
+#    "Waiting for other transactions"), that request's COMMIT waits for the prepared change's hold on the
+#    limit's lock and fails with 55P03 after pg_ratelimit.lock_wait (100 ms here): nothing it took stays
+#    (e: r8 again has 1 left after ROLLBACK PREPARED).
 got=$(q_any <<'SQL'
 SET pg_ratelimit.fake_now = '2026-01-01 00:00:00+00';
 BEGIN; SELECT rate_limit_define('h', 1000, '1 hour'); SELECT rate_limit_request('r1', 'h'); ROLLBACK;
@@ -50,13 +54,18 @@ DO $$ BEGIN UPDATE rate_limit_config SET rate = 1000, capacity = 1000 WHERE name
 SELECT 'c', remaining FROM rate_limit_request('r6', 'h');
 BEGIN; SELECT rate_limit_define('h', 500, '1 hour'); SELECT rate_limit_request('r7', 'h');
 PREPARE TRANSACTION 'review_held';
-SELECT 'd', remaining FROM rate_limit_request('r8', 'h');
+SET pg_ratelimit.lock_wait = 100;
+BEGIN; SELECT 'd', remaining FROM rate_limit_request('r8', 'h'); COMMIT;
+RESET pg_ratelimit.lock_wait;
 ROLLBACK PREPARED 'review_held';
-SELECT 'e', remaining FROM rate_limit_request('r9', 'h');
+SELECT 'e', remaining FROM rate_limit_request('r8', 'h');
 SQL
 )
 check "rolled-back definitions never used" "$(printf 'a|1\nb|1\nc|1\nd|1\ne|1')" "$(grep '^[a-e]|' <<<"$got")"
-if grep -q 'prepared transactions are disabled' <<<"$got"; then echo "(max_prepared_transactions = 0: 2PC part not run)"; fi
+if grep -q 'prepared transactions are disabled' <<<"$got"; then echo "(max_prepared_transactions = 0: 2PC part not run)"
+else check "a request's COMMIT during a prepared redefinition: 55P03" 1 \
+           "$(grep -c '^ERROR:  rate limit "h" is held by another transaction$' <<<"$got")"
+fi
 
 # 4. fake_now cannot be pinned by an ordinary role, even before the library is loaded.
 got=$(PGOPTIONS='-c pg_ratelimit.fake_now=2000-01-01' U -c "SELECT set_config('pg_ratelimit.fake_now', '2000-01-01', false)" \

@@ -47,6 +47,24 @@ setup_review() {
     q -c "CREATE EXTENSION pg_ratelimit" >/dev/null
 }
 
+# poll_until SQL [SECONDS]: runs the query (as the superuser, in the review database, a new session each
+# time: pg_stat_activity is not cached across polls) until it prints t; false if it has not after SECONDS
+# (default 60). For waiting on other sessions (pg_locks, pg_stat_activity) instead of sleeping a guessed time.
+poll_until() {
+    local deadline=$((SECONDS + ${2:-60}))
+    until [ "$(q -c "$1" 2>/dev/null)" = t ]; do
+        [ "$SECONDS" -ge "$deadline" ] && return 1
+        sleep 0.05
+    done
+}
+
+# wait_for_file FILE: true once FILE exists (created by a session's \! touch), false after 60 s.
+wait_for_file() { local _; for _ in $(seq 1 1200); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
+# A psql meta-command (for -c) that blocks the session running it until FILE exists (at most 120 s): a
+# session keeps what it holds until the script creates FILE, however slow the machine.
+# shellcheck disable=SC2016  # the loop is expanded by psql's shell, not here
+until_file() { printf '\\! i=0; while [ ! -e %q ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i + 1)); done' "$1"; }
+
 crash_count() {
     if [ -n "${SERVER_LOG:-}" ] && [ -r "$SERVER_LOG" ]; then grep -c 'terminated by signal' "$SERVER_LOG"; else echo 0; fi
 }
