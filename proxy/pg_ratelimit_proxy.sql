@@ -18,21 +18,42 @@ CREATE EXTENSION IF NOT EXISTS plproxy;
 CREATE TYPE rate_limit_decision AS (
     allowed boolean, remaining bigint, retry_after interval, reset_after interval, shadow_denied boolean);
 
--- The partition a key belongs to, as a hash for RUN ON (PL/Proxy takes it & (N - 1)); a NULL key is
--- refused as a single node refuses it (22004), not left to a NULL hash (an internal error in PL/Proxy).
-CREATE FUNCTION rate_limit_key_hash(key text) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $$
+-- The partition a key belongs to, as a hash for RUN ON (PL/Proxy takes it & (N - 1)). What a single node
+-- refuses about the key and the cost is refused here, before anything is sent: a NULL key (22004; a NULL
+-- hash is an internal error in PL/Proxy), a key of more than 1,024 bytes (22001), a cost outside 1e-9 to
+-- 1e12 (22023; NULL is 1). A remote error would cost more than the error: PL/Proxy drops its connection
+-- to the partition after every one, and the partition forks a new backend for the next call.
+CREATE FUNCTION rate_limit_key_hash(key text, cost float8 DEFAULT 1) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
     IF key IS NULL THEN
         RAISE EXCEPTION 'key must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    IF octet_length(key) > 1024 THEN
+        RAISE EXCEPTION 'rate limit key is too long' USING ERRCODE = 'string_data_right_truncation',
+            DETAIL = format('The key is %s bytes; the maximum is 1024.', octet_length(key));
+    END IF;
+    IF cost IS NOT NULL AND NOT (cost >= 1e-9 AND cost <= 1e12) THEN
+        RAISE EXCEPTION 'cost must be between 1e-09 and 1e+12' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = format('cost is %s.', cost);
+    END IF;
     RETURN pg_catalog.hashtext(key);
 END $$;
 
--- The number of partitions (the p0, p1... options of the server pg_ratelimit).
-CREATE FUNCTION rate_limit_partitions() RETURNS integer LANGUAGE sql STABLE AS $$
-    SELECT count(*)::integer FROM pg_catalog.pg_foreign_server s, pg_catalog.unnest(s.srvoptions) o
-     WHERE s.srvname = 'pg_ratelimit' AND o ~ '^p[0-9]+='
-$$;
+-- The number of partitions (the p0, p1... options of the server pg_ratelimit). Refused when PL/Proxy would
+-- route otherwise than hashtext(key) & (N - 1), as the client and rate_limit_partition_of reckon: with
+-- modular_mapping (hash mod N), a key would be decided elsewhere than where they look for it.
+CREATE FUNCTION rate_limit_partitions() RETURNS integer LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    options text[];
+BEGIN
+    SELECT s.srvoptions INTO options FROM pg_catalog.pg_foreign_server s WHERE s.srvname = 'pg_ratelimit';
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(options) o WHERE o ~ '^modular_mapping=' AND o !~ '^modular_mapping=(0|false|off|no)$') THEN
+        RAISE EXCEPTION 'the server pg_ratelimit sets modular_mapping: pg_ratelimit routes by hashtext(key) & (N - 1)'
+            USING ERRCODE = 'feature_not_supported',
+                  HINT = 'ALTER SERVER pg_ratelimit OPTIONS (DROP modular_mapping), with a power of two of partitions.';
+    END IF;
+    RETURN (SELECT count(*)::integer FROM pg_catalog.unnest(options) o WHERE o ~ '^p[0-9]+=');
+END $$;
 
 -- Which partition holds a key: 0 to N - 1.
 CREATE FUNCTION rate_limit_partition_of(key text) RETURNS integer LANGUAGE sql STABLE AS $$
@@ -43,17 +64,17 @@ $$;
 
 CREATE FUNCTION rate_limit_request(key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1,
                                    reserve boolean DEFAULT false)
-RETURNS rate_limit_decision AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key); $$ LANGUAGE plproxy;
+RETURNS rate_limit_decision AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key, cost); $$ LANGUAGE plproxy;
 
 CREATE FUNCTION rate_limit_reserve(key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1,
                                    max_wait interval DEFAULT NULL)
-RETURNS rate_limit_decision AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key); $$ LANGUAGE plproxy;
+RETURNS rate_limit_decision AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key, cost); $$ LANGUAGE plproxy;
 
 CREATE FUNCTION rate_limit_check(key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1)
-RETURNS rate_limit_decision AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key); $$ LANGUAGE plproxy;
+RETURNS rate_limit_decision AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key, cost); $$ LANGUAGE plproxy;
 
 CREATE FUNCTION rate_limit_refund(key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1)
-RETURNS rate_limit_decision AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key); $$ LANGUAGE plproxy;
+RETURNS rate_limit_decision AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key, cost); $$ LANGUAGE plproxy;
 
 CREATE FUNCTION rate_limit_settle(key text, limit_name text, reserved float8, actual float8)
 RETURNS rate_limit_decision AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key); $$ LANGUAGE plproxy;
@@ -64,7 +85,7 @@ RETURNS void AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key); $$ L
 CREATE FUNCTION rate_limit_throttle(
     key text, limit_name text DEFAULT 'default', cost float8 DEFAULT 1,
     OUT limited integer, OUT "limit" bigint, OUT remaining bigint, OUT retry_after bigint, OUT reset_after bigint)
-AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key); $$ LANGUAGE plproxy;
+AS $$ CLUSTER 'pg_ratelimit'; RUN ON rate_limit_key_hash(key, cost); $$ LANGUAGE plproxy;
 
 CREATE FUNCTION rate_limit_policy(
     key text, limit_name text DEFAULT 'default', OUT algorithm text, OUT rate float8, OUT period interval,
@@ -135,6 +156,9 @@ RETURNS TABLE (key text, "position" integer, allowed boolean, remaining bigint, 
                reset_after interval, shadow_denied boolean) LANGUAGE plpgsql AS $$
 BEGIN
     IF keys IS NULL THEN RAISE EXCEPTION 'keys must not be null' USING ERRCODE = 'null_value_not_allowed'; END IF;
+    IF array_ndims(keys) > 1 OR array_ndims(costs) > 1 THEN
+        RAISE EXCEPTION 'keys and costs must be one-dimensional arrays' USING ERRCODE = 'array_subscript_error';
+    END IF;
     IF costs IS NOT NULL AND cardinality(costs) <> cardinality(keys) THEN
         RAISE EXCEPTION 'costs must have one element per key' USING ERRCODE = 'array_subscript_error',
             DETAIL = format('There are %s keys and %s costs.', cardinality(keys), cardinality(costs));
@@ -144,6 +168,9 @@ BEGIN
     IF array_position(keys, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'key % must not be null', array_position(keys, NULL) USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    -- Every key and cost checked before the first partition decides: a single node refuses such a call
+    -- whole, and through the proxy the partitions before the bad element would have committed theirs.
+    PERFORM rate_limit_key_hash(g.k, g.c) FROM unnest(keys, costs) AS g(k, c);
     RETURN QUERY
     WITH given AS (
         SELECT g.k, g.i, row_number() OVER (PARTITION BY g.k ORDER BY g.i) AS occurrence
@@ -159,22 +186,19 @@ END $$;
 
 -- ---- Several limits at once: only on one partition -----------------------------------------------------------
 
-CREATE FUNCTION rate_limit_request_all_routed(keys text[], limit_names text[], costs float8[], partition_hash integer)
-RETURNS TABLE ("position" integer, key text, limit_name text, allowed boolean, remaining bigint,
-               retry_after interval, reset_after interval, shadow_denied boolean) AS $$
-    CLUSTER 'pg_ratelimit';
-    RUN ON partition_hash;
-    SELECT * FROM rate_limit_request_all(keys, limit_names, costs);
-$$ LANGUAGE plproxy;
-
-CREATE FUNCTION rate_limit_request_all(keys text[], limit_names text[], costs float8[] DEFAULT NULL)
-RETURNS TABLE ("position" integer, key text, limit_name text, allowed boolean, remaining bigint,
-               retry_after interval, reset_after interval, shadow_denied boolean) LANGUAGE plpgsql AS $$
+-- The partition of request_all's keys, for RUN ON: refused (0A000) when they span partitions, since all or
+-- nothing cannot span partitions whose calls commit each on its own; the single node's checks of the arrays
+-- before anything is sent.
+CREATE FUNCTION rate_limit_keys_hash(keys text[], limit_names text[], costs float8[])
+RETURNS integer LANGUAGE plpgsql STABLE AS $$
 DECLARE
     spread integer;
 BEGIN
     IF keys IS NULL OR limit_names IS NULL THEN
         RAISE EXCEPTION 'keys and limit_names must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF array_ndims(keys) > 1 OR array_ndims(limit_names) > 1 OR array_ndims(costs) > 1 THEN
+        RAISE EXCEPTION 'keys, limit_names and costs must be one-dimensional arrays' USING ERRCODE = 'array_subscript_error';
     END IF;
     IF cardinality(keys) = 0 THEN
         RAISE EXCEPTION 'keys must not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -182,6 +206,7 @@ BEGIN
     IF array_position(keys, NULL) IS NOT NULL THEN
         RAISE EXCEPTION 'key % must not be null', array_position(keys, NULL) USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    PERFORM rate_limit_key_hash(g.k, g.c) FROM unnest(keys, costs) AS g(k, c);
     SELECT count(DISTINCT rate_limit_partition_of(k)) INTO spread FROM unnest(keys) k;
     IF spread > 1 THEN
         RAISE EXCEPTION 'rate_limit_request_all through PL/Proxy needs all its keys on one partition'
@@ -191,8 +216,18 @@ BEGIN
                   HINT = 'Give the keys of one call a common part that decides their partition, or call '
                          'rate_limit_request for each and give back what was taken if one is denied.';
     END IF;
-    RETURN QUERY SELECT * FROM rate_limit_request_all_routed(keys, limit_names, costs, rate_limit_key_hash(keys[1]));
+    RETURN pg_catalog.hashtext(keys[array_lower(keys, 1)]);
 END $$;
+
+-- The partition is computed from the keys themselves: no argument of the caller's can send a key elsewhere
+-- (a helper taking the partition as an argument let any role decide one key on every partition).
+CREATE FUNCTION rate_limit_request_all(keys text[], limit_names text[], costs float8[] DEFAULT NULL)
+RETURNS TABLE ("position" integer, key text, limit_name text, allowed boolean, remaining bigint,
+               retry_after interval, reset_after interval, shadow_denied boolean) AS $$
+    CLUSTER 'pg_ratelimit';
+    RUN ON rate_limit_keys_hash(keys, limit_names, costs);
+    SELECT * FROM rate_limit_request_all(keys, limit_names, costs);
+$$ LANGUAGE plproxy;
 
 -- ---- On every partition --------------------------------------------------------------------------------------
 
@@ -245,22 +280,26 @@ RETURNS bigint LANGUAGE sql AS $$
     SELECT coalesce(sum(n), 0)::bigint FROM rate_limit_cleanup_on_partitions(limit_name, max_rows) n
 $$;
 
--- The limit's numbers on each partition, as its keys are decided there (rate_limit_policy of a key nobody
--- overrides, not the config rows): one row per partition.
-CREATE FUNCTION rate_limit_policy_on_partitions(limit_name text,
+-- The limit's definition on each partition: every column of its rate_limit_config row but epoch (a count of
+-- the partition's own redefinitions); a partition without the limit returns no row.
+CREATE FUNCTION rate_limit_config_on_partitions(limit_name text,
     OUT algorithm text, OUT rate float8, OUT period interval, OUT capacity float8, OUT max_reserved float8,
-    OUT overridden boolean, OUT limit_has_overrides boolean, OUT time_zone text)
+    OUT start timestamptz, OUT shards integer, OUT storage text, OUT jitter interval, OUT time_zone text,
+    OUT shadow boolean)
 RETURNS SETOF record AS $$
     CLUSTER 'pg_ratelimit';
     RUN ON ALL;
-    SELECT * FROM rate_limit_policy(E'\\x01pg_ratelimit partitions agree\\x01', limit_name);
+    SELECT algorithm, rate, period, capacity, max_reserved, start, shards, storage, jitter, time_zone, shadow
+      FROM rate_limit_config WHERE name = limit_name;
 $$ LANGUAGE plproxy;
 
--- Whether every partition decides the limit under the same numbers (after a define that failed on some).
+-- Whether every partition holds the limit with the same definition (after a define that failed on some):
+-- the numbers, and what decides how (storage, shards, shadow, start, jitter, time zone).
 CREATE FUNCTION rate_limit_partitions_agree(limit_name text) RETURNS boolean LANGUAGE sql AS $$
-    SELECT count(DISTINCT (algorithm, rate, period, capacity, max_reserved, time_zone)) = 1
-       AND count(*) = rate_limit_partitions()
-      FROM rate_limit_policy_on_partitions(limit_name)
+    SELECT count(*) = rate_limit_partitions()
+       AND count(DISTINCT (algorithm, rate, period, capacity, max_reserved, start, shards, storage, jitter,
+                           time_zone, shadow)) = 1
+      FROM rate_limit_config_on_partitions(limit_name)
 $$;
 
 -- ---- Not through PL/Proxy ----------------------------------------------------------------------------------
@@ -287,8 +326,11 @@ BEGIN
 END $$;
 
 -- ---- Privileges, as on a single node -------------------------------------------------------------------------
--- Everyone may consume and read; giving units back, limits and overrides, cleanup are the owner's. (The
--- partitions see the user mapping's role: give it the grants the proxy's callers need, and no more.)
+-- Everyone may consume and read; giving units back, limits and overrides, cleanup are the owner's. PL/Proxy
+-- also needs the caller to have USAGE on the server pg_ratelimit (GRANT USAGE ON FOREIGN SERVER pg_ratelimit
+-- TO app): a role with it may make a user mapping of its own (user and password only), so the partitions
+-- must authenticate the mapping's role (a password, not trust) for it to mean anything. The partitions see
+-- the user mapping's role: give it the grants the proxy's callers need, and no more.
 REVOKE ALL ON FUNCTION rate_limit_refund, rate_limit_settle, rate_limit_reset, rate_limit_override,
                        rate_limit_override_drop, rate_limit_define, rate_limit_drop, rate_limit_cleanup,
                        rate_limit_define_on_partitions, rate_limit_drop_on_partitions,

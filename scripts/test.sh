@@ -199,6 +199,8 @@ done
 # Past one machine: PL/Proxy and the client's routing over partitions (scripts/cluster.sh, 2 and 4 partitions).
 run_suite "scale-out: PL/Proxy and client routing, 2 and 4 partitions (exactness, placement, failures)" count_cases \
     "$ROOT/test/scale_out/scale_out_test.sh"
+run_suite "scale-out attacks: a tenant, a DBA and a careless caller against the proxy (2 partitions)" count_cases \
+    "$ROOT/test/scale_out/attacks_test.sh"
 
 # pg_upgrade of a cluster using the extension (same major version: Debian has no two in one release).
 run_suite "pg_upgrade with the memory save file carried over" count_cases "$ROOT/test/pg_upgrade.sh"

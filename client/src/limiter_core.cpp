@@ -42,6 +42,13 @@ std::vector<std::string> servers_of(const std::string &conninfo, const Options &
         throw std::invalid_argument(
             "pg_ratelimit: a Limiter with Options::partitions takes an empty conninfo (the partitions' "
             "connection strings say where each is)");
+    // The same server twice would decide the keys of two partitions in one place and leave another
+    // partition's keys unreached (a copy-paste slip that no call would show).
+    for (std::size_t i = 0; i < count; ++i)
+        for (std::size_t j = i + 1; j < count; ++j)
+            if (options.partitions[i] == options.partitions[j])
+                throw std::invalid_argument("pg_ratelimit: Options::partitions names the same server twice (partitions " +
+                                            std::to_string(i) + " and " + std::to_string(j) + ")");
     return options.partitions;
 }
 

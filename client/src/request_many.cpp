@@ -4,6 +4,7 @@
 
 #include "array_params.hpp"
 #include "limiter_core.hpp"
+#include "pg_ratelimit/errors.hpp"
 #include "pg_ratelimit/limiter.hpp"
 #include "translate.hpp"
 
@@ -18,8 +19,20 @@ std::optional<detail::BatchArgs> batch_args(const std::vector<std::string> &keys
         throw std::invalid_argument("pg_ratelimit: request_many got " + std::to_string(keys.size()) + " keys and " +
                                     std::to_string(costs->size()) + " costs; there must be one cost per key");
     detail::require_no_nul(limit, "limit name");
-    for (std::size_t i = 0; i < keys.size(); ++i)
+    // What the server would refuse, refused before the first call: with Options::partitions the keys
+    // before a bad one would otherwise be decided (and committed) on their partitions, where a single
+    // server refuses the whole call.
+    for (std::size_t i = 0; i < keys.size(); ++i) {
         detail::require_no_nul(keys[i], ("key " + std::to_string(i + 1)).c_str());
+        if (keys[i].size() > 1024)
+            throw InvalidArgument("ERROR:  rate limit key is too long\nDETAIL:  Key " + std::to_string(i + 1) +
+                                      " is " + std::to_string(keys[i].size()) + " bytes; the maximum is 1024.\n",
+                                  "", "22001");
+    }
+    if (costs != nullptr)
+        for (const double cost : *costs)
+            if (!(cost >= 1e-9 && cost <= 1e12))
+                throw InvalidArgument("ERROR:  cost must be between 1e-09 and 1e+12\n", "", "22023");
     if (keys.empty()) return std::nullopt;
     detail::BatchArgs args{keys, limit, compat::binary_param(detail::text_array_param(keys))};
     if (costs != nullptr) args.costs_param = compat::binary_param(detail::float8_array_param(*costs));

@@ -6,6 +6,7 @@
 //   PG_RATELIMIT_DOWN         set while partition 0 is stopped (the OnePartitionDown tests only)
 // The limits are defined through the proxy (rate_limit_define runs on every partition): exact (50 per day),
 // spread (1,000,000 per day), mem (5 per day, memory), hot (40 per day, 4 shards).
+#include <cmath>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -230,6 +231,34 @@ TEST(Routing, BadPartitionListsAreRefused) {
     pg_ratelimit::Options two;
     two.partitions = {partitions()[0], partitions()[0]};
     EXPECT_THROW(pg_ratelimit::Limiter(partitions()[0], two), std::invalid_argument);
+    // The same server twice: refused, whatever the other entries.
+    pg_ratelimit::Options twice;
+    twice.partitions = partitions();
+    twice.partitions.back() = twice.partitions.front();
+    EXPECT_THROW(pg_ratelimit::Limiter("", twice), std::invalid_argument);
+}
+
+// A bad cost or key anywhere in a batch is refused before the first partition decides: nothing consumed on
+// the partitions of the keys before it (a single server refuses such a call whole).
+TEST(Routing, RequestManyRefusesABadElementBeforeAnyPartitionDecides) {
+    pg_ratelimit::Limiter limiter = routed();
+    const std::string a = key_on(0, "bad");
+    const std::string b = key_on(partitions().size() - 1, "bad");
+    for (const double bad : {-1.0, 0.0, std::nan(""), 1e13}) {
+        try {
+            (void)limiter.request_many({a, b}, "exact", {1, bad});
+            ADD_FAILURE() << "cost " << bad << " was accepted";
+        } catch (const pg_ratelimit::InvalidArgument &e) {
+            EXPECT_EQ(e.sqlstate(), std::string("22023"));
+        }
+    }
+    try {
+        (void)limiter.request_many({a, std::string(1025, 'k')}, "exact");
+        ADD_FAILURE() << "a key of 1,025 bytes was accepted";
+    } catch (const pg_ratelimit::InvalidArgument &e) {
+        EXPECT_EQ(e.sqlstate(), std::string("22001"));
+    }
+    EXPECT_EQ(limiter.check(a, "exact").remaining, 49);  // only the check's own unit: nothing was consumed
 }
 
 // Partition 0 stopped and started again (PG_RATELIMIT_STOP_PARTITION0, PG_RATELIMIT_START_PARTITION0: shell

@@ -122,6 +122,22 @@ SQL
         "$client_status $(grep -c '^\[       OK \]' "$DIR.client.log")"
     cases=$((cases + $(grep -c '^\[       OK \]' "$DIR.client.log") - 1))
 
+    # Re-sharding as docs/scale-out.md describes it: the proxy's server altered from 4 partitions to 2 and
+    # back. PL/Proxy rereads the cluster's options at once; a key of partition 3 moves to partition 1 and
+    # starts full there, its state left behind on partition 3, which it finds again after the way back.
+    if [ "$N" = 4 ]; then
+        moved=$(px -c "SELECT k FROM unnest(array(SELECT 'reshard' || g FROM generate_series(1, 100) g)) k WHERE rate_limit_partition_of(k) = 3 LIMIT 1")
+        px -c "SELECT rate_limit_request('$moved', 'exact', 30)" >/dev/null
+        left_before=$(px -c "SELECT remaining FROM rate_limit_check('$moved', 'exact')")
+        px -c "ALTER SERVER pg_ratelimit OPTIONS (DROP p2, DROP p3)" >/dev/null
+        check "N=4 -> 2: the proxy routes by the new count at once (partition 1)" 1 "$(px -c "SELECT rate_limit_partition_of('$moved')")"
+        check "N=4 -> 2: a moved key starts full on its new partition (49 left after a check of 1)" 49 \
+            "$(px -c "SELECT remaining FROM rate_limit_check('$moved', 'exact')")"
+        px -c "ALTER SERVER pg_ratelimit OPTIONS (ADD p2 'host=$DIR/p2 port=5432 dbname=postgres', ADD p3 'host=$DIR/p3 port=5432 dbname=postgres')" >/dev/null
+        check "N=2 -> 4: back on partition 3, the key finds the state it left there (19 after a check of 1)" "19 19" \
+            "$left_before $(px -c "SELECT remaining FROM rate_limit_check('$moved', 'exact')")"
+    fi
+
     px -c "SELECT rate_limit_drop(n) FROM unnest(ARRAY['exact', 'spread', 'mem', 'hot', 'tiny']) n" >/dev/null
     left=$(for ((k = 0; k < N; k++)); do part "$k" -c "SELECT count(*) FROM rate_limit_config WHERE name <> 'default'"; done | sort -u | tr '\n' ' ')
     check "N=$N: rate_limit_drop reached every partition" "0 " "$left"
