@@ -24,7 +24,7 @@ cmake --build "$ROOT/build" -j2 --target pg_ratelimit_scale_out_bench >/dev/null
 DRIVER=$ROOT/build/bench/pg_ratelimit_scale_out_bench
 mkdir -p "$out"
 runs=$out/runs.csv
-echo "partitions,storage,way,round,decisions,seconds,cpu_ticks" >"$runs"
+echo "partitions,storage,way,round,decisions,seconds,cpu_ticks,proxy_cpu_ticks" >"$runs"
 TICK=$(getconf CLK_TCK)
 
 # The CPU ticks of the postmasters in DIRs and of all their processes, the exited ones included (reaped by
@@ -62,7 +62,10 @@ for n in 1 2 4; do
     "$PG_BIN/psql" -X -q -d "$proxy" -c "SELECT rate_limit_define('bench_memory', 1e9, '1 second', storage => 'memory')" \
         -c "SELECT rate_limit_define('bench_durable', 1e9, '1 second')" >/dev/null
     ways=(proxy routing)
-    [ "$n" = 1 ] && ways=(node_sql node_client proxy routing)
+    # routing_aliases: one server reached through four pools (four conninfos of it), what the client does
+    # with four partitions, without the three other servers: how much of the cost of more partitions on
+    # one machine is connections that each wait more between calls.
+    [ "$n" = 1 ] && ways=(node_sql node_client proxy routing routing_aliases)
     for ((round = 1; round <= rounds; round++)); do
         for storage in memory durable; do
             # A different order each round, so that the machine's drift hits every way alike.
@@ -73,15 +76,21 @@ for n in 1 2 4; do
                     node_client) dirs=("$DIR/p0"); command=("$DRIVER" limiter "bench_$storage" "$clients" "$seconds" $keys "${parts[0]}") ;;
                     proxy) dirs=("$DIR/proxy" "${part_dirs[@]}"); command=("$DRIVER" sql "bench_$storage" "$clients" "$seconds" $keys "$proxy") ;;
                     routing) dirs=("${part_dirs[@]}"); command=("$DRIVER" limiter "bench_$storage" "$clients" "$seconds" $keys "${parts[@]}") ;;
+                    routing_aliases) dirs=("$DIR/p0"); command=("$DRIVER" limiter "bench_$storage" "$clients" "$seconds" $keys
+                                                                "${parts[0]}" "${parts[0]} application_name=p1"
+                                                                "${parts[0]} application_name=p2" "${parts[0]} application_name=p3") ;;
                 esac
                 sleep 1
                 before=$(cpu_of "${dirs[@]}")
+                proxy_before=$(cpu_of "$DIR/proxy")
                 result=$("${command[@]}")
                 sleep 1.5  # the backends of the run exit and are reaped
                 after=$(cpu_of "${dirs[@]}")
+                proxy_used=0
+                [ "$way" = proxy ] && proxy_used=$(($(cpu_of "$DIR/proxy") - proxy_before))
                 read -r _ decisions _ _ _ errors _ elapsed <<<"$result"
                 [ "$errors" = 0 ] || die "$way $storage: $errors errors"
-                echo "$n,$storage,$way,$round,$decisions,$elapsed,$((after - before))" >>"$runs"
+                echo "$n,$storage,$way,$round,$decisions,$elapsed,$((after - before)),$proxy_used" >>"$runs"
                 awk -v n="$n" -v s="$storage" -v w="$way" -v r="$round" -v d="$decisions" -v e="$elapsed" \
                     -v t=$((after - before)) -v tick="$TICK" 'BEGIN { printf "%d partition(s) %-8s %-12s round %d: %7.0f decisions/s, %6.1f us CPU per decision\n", n, s, w, r, d / e, t * 1000000 / tick / d }' >&2
             done
@@ -97,19 +106,24 @@ runs, tick, report, rounds, seconds, clients = sys.argv[1], int(sys.argv[2]), sy
 cells = {}
 for row in csv.DictReader(open(runs)):
     key = (int(row['partitions']), row['storage'], row['way'])
-    d, s, t = int(row['decisions']), float(row['seconds']), int(row['cpu_ticks'])
-    cells.setdefault(key, []).append((d / s, t * 1e6 / tick / d))
-med = {k: (statistics.median(v[0] for v in vals), statistics.median(v[1] for v in vals)) for k, vals in cells.items()}
-names = {'node_sql': 'one node, SQL', 'node_client': 'one node, client', 'proxy': 'PL/Proxy', 'routing': 'client routing'}
-base = {'node_sql': 'node_sql', 'proxy': 'node_sql', 'node_client': 'node_client', 'routing': 'node_client'}
+    d, s, t, pt = int(row['decisions']), float(row['seconds']), int(row['cpu_ticks']), int(row['proxy_cpu_ticks'])
+    cells.setdefault(key, []).append((d / s, t * 1e6 / tick / d, pt * 1e6 / tick / d))
+med = {k: tuple(statistics.median(v[i] for v in vals) for i in range(3)) for k, vals in cells.items()}
+names = {'node_sql': 'one node, SQL', 'node_client': 'one node, client', 'proxy': 'PL/Proxy', 'routing': 'client routing',
+         'routing_aliases': 'client routing, 4 pools to one server'}
+base = {'node_sql': 'node_sql', 'proxy': 'node_sql', 'node_client': 'node_client', 'routing': 'node_client',
+        'routing_aliases': 'node_client'}
 lines = [f'Medians of {rounds} rounds of {seconds} s, {clients} clients, uniform keys over 100,000, synchronous_commit off; '
-         'CPU: every process of the servers involved (proxy and partitions), per decision.', '',
-         '| partitions | storage | way | decisions/s | CPU µs per decision | × one node |', '|---|---|---|---:|---:|---:|']
+         'CPU: every process of the servers involved (proxy and partitions), per decision; of which the proxy: '
+         'its own processes only.', '',
+         '| partitions | storage | way | decisions/s | CPU µs per decision | of which the proxy | × one node |',
+         '|---|---|---|---:|---:|---:|---:|']
 for (n, storage, way) in sorted(med, key=lambda k: (k[1], k[0], list(names).index(k[2]))):
-    rate, cpu = med[(n, storage, way)]
+    rate, cpu, proxy_cpu = med[(n, storage, way)]
     ref = med.get((1, storage, base[way]))
     ratio = f'{cpu / ref[1]:.2f}' if ref else ''
-    lines.append(f'| {n} | {storage} | {names[way]} | {rate:,.0f} | {cpu:.1f} | {ratio} |')
+    of_proxy = f'{proxy_cpu:.1f}' if way == 'proxy' else ''
+    lines.append(f'| {n} | {storage} | {names[way]} | {rate:,.0f} | {cpu:.1f} | {of_proxy} | {ratio} |')
 open(report, 'w').write('\n'.join(lines) + '\n')
 print('\n'.join(lines))
 PY
