@@ -16,7 +16,8 @@ ensure_packages "${PACKAGES[@]}"
 mkdir -p "$out"
 SERVER_OPTIONS="-c shared_preload_libraries=pg_ratelimit -c synchronous_commit=off -c max_connections=20"
 
-# PostgreSQL 15 on the host.
+# PostgreSQL 15 on the host, with the extension built from this tree.
+build_and_install_extension >/dev/null
 start_cluster $SERVER_OPTIONS
 declare -A HOSTS=([15]=$CLUSTER_DIR)
 # 17 and 18 in their roots: a command that starts a cluster and holds it until told to stop.
@@ -40,7 +41,7 @@ done
 
 for v in "${versions[@]}"; do
     psql -X -q -v ON_ERROR_STOP=1 -h "${HOSTS[$v]}" -p 5432 -U postgres -d postgres \
-        -c "SELECT rate_limit_define('bench', rate => 1e12, period => '1 second')" >/dev/null
+        -c "CREATE EXTENSION IF NOT EXISTS pg_ratelimit" -c "SELECT rate_limit_define('bench', rate => 1e12, period => '1 second')" >/dev/null
     echo "PostgreSQL $v: $(psql -X -At -h "${HOSTS[$v]}" -p 5432 -U postgres -d postgres -c 'SHOW server_version')"
 done
 
