@@ -11,12 +11,19 @@
 
 namespace gate::http {
 
+namespace {
+constexpr std::size_t MAP_CACHE_ENTRIES = 100'000;
+}  // namespace
+
 Shared::Shared(config::GateConfig c) : config(std::move(c)), metrics(config), access_log(config.access_log) {
     if (config.ratelimit) {
         limits.reserve(config.ratelimit->limits.size());
         for (const auto &limit : config.ratelimit->limits) limits.push_back({&limit, limiter::spec_of(limit)});
         const auto &jwt_settings = config.ratelimit->jwt;
         if (!jwt_settings.hs256_secret.empty() || !jwt_settings.public_keys.empty()) jwt.emplace(jwt_settings);
+        if (config.ratelimit->map_endpoint) {
+            map_cache = std::make_unique<map::MapCache>(config.ratelimit->map_endpoint->cache_ttl, MAP_CACHE_ENTRIES);
+        }
     }
     for (const auto &route : config.routes) {
         std::vector<const limiter::ConfiguredLimit *> mine;
@@ -33,7 +40,7 @@ Worker::Worker(Shared &s, std::size_t connections) : shared(s), upstreams(io, s.
     settings.connection.pipeline = limiter_config.pipeline;
     settings.connection.statements = limiter::prepared_statements(limiter_config.schema);
     settings.size = connections;
-    settings.log = [this](const std::string &line) { log(line); };
+    settings.log = [this](const std::string &line) { log(line, false); };
     settings.ready_gauge = &s.db_ready;
     pool = std::make_unique<limiter::Pool>(io, std::move(settings));
     limiter::DeciderSettings decider_settings;
@@ -46,14 +53,14 @@ Worker::Worker(Shared &s, std::size_t connections) : shared(s), upstreams(io, s.
         definitions->assume_defined(specs);
     }
     if (s.config.ratelimit->map_endpoint) {
-        map_client = std::make_unique<map::MapClient>(upstreams, *s.config.ratelimit->map_endpoint, s.metrics);
+        map_client =
+            std::make_unique<map::MapClient>(upstreams, *s.config.ratelimit->map_endpoint, s.metrics, *s.map_cache);
     }
 }
 
 Worker::~Worker() = default;
 
-void Worker::log(const std::string &line) const {
-    // At most 20 lines a second per thread: an outage under load would otherwise write one per request.
+void Worker::log(const std::string &line, bool rate_limited) const {
     using Clock = std::chrono::steady_clock;
     static thread_local Clock::time_point window{};
     static thread_local int written = 0;
@@ -67,11 +74,11 @@ void Worker::log(const std::string &line) const {
         written = 0;
         suppressed = 0;
     }
-    if (written >= 20) {
+    if (rate_limited && written >= 20) {
         ++suppressed;
         return;
     }
-    ++written;
+    if (rate_limited) ++written;
     const std::time_t t = std::time(nullptr);
     std::tm tm{};
     gmtime_r(&t, &tm);

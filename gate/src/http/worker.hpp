@@ -37,6 +37,7 @@ struct Shared {
     admin::Metrics metrics;
     AccessLog access_log;
     std::atomic<int> db_ready{0};
+    std::unique_ptr<map::MapCache> map_cache{};  // with a map endpoint: its answers, for every thread
     bool defined_at_start = false;
 };
 
@@ -46,7 +47,9 @@ struct Worker {
     Worker(const Worker &) = delete;
     Worker &operator=(const Worker &) = delete;
 
-    void log(const std::string &line) const;
+    // A line on standard error. Lines about requests (rate_limited) are held to 20 a second per thread, so
+    // that an outage under load does not write one per request; events (a connection lost, back) never are.
+    void log(const std::string &line, bool rate_limited = true) const;
 
     Shared &shared;
     boost::asio::io_context io{1};  // one thread: Asio takes no locks
@@ -54,7 +57,6 @@ struct Worker {
     std::unique_ptr<limiter::Decider> decider{};
     std::unique_ptr<limiter::Definitions> definitions{};
     UpstreamPool upstreams;
-    std::unique_ptr<map::MapCache> map_cache{};
     std::unique_ptr<map::MapClient> map_client{};
 };
 

@@ -2,7 +2,13 @@
 
 namespace gate::map {
 
+std::size_t MapCache::size() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return entries_.size();
+}
+
 MapAnswer MapCache::find(const std::string &identity, std::chrono::steady_clock::time_point now) {
+    const std::lock_guard<std::mutex> lock(mutex_);
     const auto found = entries_.find(identity);
     if (found == entries_.end()) return nullptr;
     if (found->second.expires <= now) {
@@ -15,6 +21,7 @@ MapAnswer MapCache::find(const std::string &identity, std::chrono::steady_clock:
 
 void MapCache::store(const std::string &identity, MapAnswer answer, std::chrono::steady_clock::time_point now) {
     if (ttl_.count() <= 0 || capacity_ == 0) return;
+    const std::lock_guard<std::mutex> lock(mutex_);
     const auto found = entries_.find(identity);
     if (found != entries_.end()) {
         oldest_first_.erase(found->second.age);

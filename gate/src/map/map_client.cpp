@@ -16,7 +16,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::size_t MAX_ANSWER_BYTES = 1 << 20;
-constexpr std::size_t CACHE_ENTRIES = 10'000;
 
 struct Fetch {
     bhttp::request<bhttp::empty_body> request;
@@ -28,8 +27,9 @@ struct Fetch {
 
 }  // namespace
 
-MapClient::MapClient(http::UpstreamPool &upstreams, const config::MapEndpointConfig &config, admin::Metrics &metrics)
-    : upstreams_(upstreams), config_(config), metrics_(metrics), cache_(config.cache_ttl, CACHE_ENTRIES) {}
+MapClient::MapClient(http::UpstreamPool &upstreams, const config::MapEndpointConfig &config, admin::Metrics &metrics,
+                     MapCache &cache)
+    : upstreams_(upstreams), config_(config), metrics_(metrics), cache_(cache) {}
 
 std::string MapClient::identity(const Request &request) const {
     std::string key(request.method_string());

@@ -20,7 +20,8 @@ class MapClient {
     using Done = std::function<void(MapAnswer answer, const std::string &error)>;
     using Request = boost::beast::http::request<boost::beast::http::buffer_body>;
 
-    MapClient(http::UpstreamPool &upstreams, const config::MapEndpointConfig &config, admin::Metrics &metrics);
+    MapClient(http::UpstreamPool &upstreams, const config::MapEndpointConfig &config, admin::Metrics &metrics,
+              MapCache &cache);
 
     // The limits for this request (from the cache while fresh), or an error (the endpoint unreachable, not
     // 200, not the expected JSON, or slower than map_timeout). done runs on this thread: at once for a cached answer.
@@ -33,7 +34,7 @@ class MapClient {
     http::UpstreamPool &upstreams_;
     const config::MapEndpointConfig &config_;
     admin::Metrics &metrics_;
-    MapCache cache_;
+    MapCache &cache_;  // the process's, shared by every thread
 };
 
 }  // namespace gate::map
