@@ -137,11 +137,12 @@ class Loader {
             }
         }
         if (const auto endpoint = parameters["map_endpoint"]) {
-            MapEndpointConfig map;
             std::string error;
             auto url = parse_http_url(yaml_.scalar(endpoint, "map_endpoint"), &error);
             if (!url) yaml_.fail(endpoint, "map_endpoint: " + error);
-            map.url = *url;
+            // Built from the parsed URL (not defaulted, then assigned): GCC 12 at -O3 warns that a defaulted
+            // one's strings "may be used uninitialized" on the exception paths below (a false positive).
+            MapEndpointConfig map{std::move(*url)};
             if (const auto n = parameters["map_cache_ttl"]) map.cache_ttl = duration(n, "map_cache_ttl", false);
             if (const auto n = parameters["map_timeout"]) map.timeout = duration(n, "map_timeout", true);
             if (const auto n = parameters["map_storage"]) map.storage = storage(n);
@@ -156,7 +157,7 @@ class Loader {
                     map.identity_headers.push_back(name);
                 }
             }
-            out.map_endpoint = map;
+            out.map_endpoint = std::move(map);
         } else {
             for (const char *key :
                  {"map_cache_ttl", "map_timeout", "map_identity_headers", "map_storage", "map_algorithm"}) {

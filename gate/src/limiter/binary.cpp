@@ -5,8 +5,8 @@
 namespace gate::limiter {
 namespace {
 
-constexpr unsigned TEXT_OID = 25;
 constexpr unsigned INTERVAL_OID = 1186;
+constexpr unsigned INT4_OID = 23;
 
 void put32(std::string &out, std::uint32_t value) {
     for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((value >> shift) & 0xff);
@@ -40,6 +40,15 @@ std::string encode_text_array(const std::vector<std::string> &items) {
     for (const auto &item : items) {
         put32(out, static_cast<std::uint32_t>(item.size()));
         out += item;
+    }
+    return out;
+}
+
+std::string encode_int4_array(const std::vector<std::int32_t> &items) {
+    std::string out = array_header(INT4_OID, items.size());
+    for (const auto item : items) {
+        put32(out, 4);
+        put32(out, static_cast<std::uint32_t>(item));
     }
     return out;
 }

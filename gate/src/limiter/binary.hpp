@@ -11,10 +11,13 @@
 
 namespace gate::limiter {
 
+constexpr unsigned TEXT_OID = 25;
 constexpr unsigned TEXT_ARRAY_OID = 1009;
+constexpr unsigned INT4_ARRAY_OID = 1007;
 constexpr unsigned INTERVAL_ARRAY_OID = 1187;
 
 std::string encode_text_array(const std::vector<std::string> &items);
+std::string encode_int4_array(const std::vector<std::int32_t> &items);
 std::string encode_interval_array(const std::vector<std::chrono::microseconds> &items);
 
 std::int32_t decode_int4(const char *bytes);

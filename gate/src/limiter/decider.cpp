@@ -12,7 +12,7 @@ namespace gate::limiter {
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
-enum class CallKind { request_all, reserve_all, refund_all };
+enum class CallKind { request_one, request_all, reserve_all, refund_all };
 
 struct Decider::Attempt {
     CallKind kind = CallKind::request_all;
@@ -23,11 +23,12 @@ struct Decider::Attempt {
     Clock::time_point deadline;
     int attempts = 0;
     bool memory = false;  // a triple on a memory limit: never run again once sent
+    bool solo = false;    // its batch failed with an error that may be its own: alone from now on
     Done done;
 };
 
 Decider::Decider(asio::io_context &io, Pool &pool, DeciderSettings settings)
-    : io_(io), pool_(pool), settings_(settings), random_(std::random_device{}()) {}
+    : io_(io), pool_(pool), batcher_(io, pool), settings_(settings), random_(std::random_device{}()) {}
 
 namespace {
 
@@ -45,8 +46,7 @@ std::vector<std::string> keys_and_limits(const std::vector<Triple> &triples) {
 
 void Decider::request_all(std::vector<Triple> triples, Done done) {
     auto attempt = std::make_shared<Attempt>();
-    attempt->kind = CallKind::request_all;
-    attempt->params = keys_and_limits(triples);
+    attempt->kind = triples.size() == 1 ? CallKind::request_one : CallKind::request_all;
     attempt->memory = std::any_of(triples.begin(), triples.end(), [](const Triple &t) { return t.memory; });
     attempt->triples = std::move(triples);
     attempt->deadline = Clock::now() + settings_.timeout;
@@ -96,43 +96,49 @@ void Decider::refund_all(std::vector<Triple> triples, Done done) {
 
 void Decider::run(std::shared_ptr<Attempt> attempt) {
     ++attempt->attempts;
+    if (attempt->kind == CallKind::request_one || attempt->kind == CallKind::request_all) {
+        BatchItem item;
+        item.triples = attempt->triples;
+        item.solo = attempt->solo;
+        item.deadline = attempt->deadline;
+        item.done = [this, attempt](BatchResult result) { finish(attempt, std::move(result)); };
+        batcher_.submit(std::move(item));
+        return;
+    }
     auto call = std::make_unique<DbCall>();
     call->kind = DbCall::Kind::prepared;
-    call->statement = attempt->kind == CallKind::request_all   ? REQUEST_ALL
-                      : attempt->kind == CallKind::reserve_all ? RESERVE_ALL
-                                                               : REFUND_ALL;
+    call->statement = attempt->kind == CallKind::reserve_all ? RESERVE_ALL : REFUND_ALL;
     call->params = attempt->params;
     call->deadline = attempt->deadline;
-    call->done = [this, attempt](DbOutcome outcome) { finish(attempt, std::move(outcome)); };
+    call->done = [this, attempt](DbOutcome outcome) {
+        BatchResult result{outcome.failure, outcome.sqlstate, outcome.message, {}, false};
+        if (outcome.failure == DbFailure::none && attempt->kind == CallKind::reserve_all &&
+            !read_reserve_all(outcome.result.get(), attempt->triples.size(), result.rows)) {
+            result.failure = DbFailure::sql_error;
+            result.sqlstate = "XX000";
+            result.message = "unexpected result shape";
+        }
+        finish(attempt, std::move(result));
+    };
     pool_.submit(std::move(call));
 }
 
-void Decider::finish(const std::shared_ptr<Attempt> &attempt, DbOutcome outcome) {
-    CallOutcome out;
+void Decider::finish(const std::shared_ptr<Attempt> &attempt, BatchResult outcome) {
+    CallOutcome out = std::move(outcome.rows);
     out.attempts = attempt->attempts;
+    if (outcome.run_alone) attempt->solo = true;
     const bool time_left = Clock::now() < attempt->deadline;
     const bool may_retry = time_left && attempt->attempts < settings_.max_attempts;
     switch (outcome.failure) {
-        case DbFailure::none: {
-            const std::size_t n = attempt->triples.size();
-            const bool read = attempt->kind == CallKind::request_all   ? read_request_all(outcome.result.get(), n, out)
-                              : attempt->kind == CallKind::reserve_all ? read_reserve_all(outcome.result.get(), n, out)
-                                                                       : true;
-            if (!read) {
-                out.status = CallStatus::error;
-                out.error = "unexpected result shape";
-            } else {
-                out.status = CallStatus::decided;
-                if (!attempt->order.empty()) {
-                    std::vector<TripleDecision> given(out.each.size());
-                    for (std::size_t sent = 0; sent < attempt->order.size(); ++sent) {
-                        given[attempt->order[sent]] = out.each[sent];
-                    }
-                    out.each = std::move(given);
-                }
+        case DbFailure::none:
+            out.status = CallStatus::decided;
+            if (!attempt->order.empty()) {
+                std::vector<TripleDecision> given(out.each.size());
+                for (std::size_t sent = 0; sent < attempt->order.size(); ++sent)
+                    given[attempt->order[sent]] = out.each[sent];
+                out.each = std::move(given);
             }
             break;
-        }
         case DbFailure::sql_error:
             if ((outcome.sqlstate == "40001" || outcome.sqlstate == "40P01") && may_retry) {
                 // Full jitter: callers that conflicted together do not retry together.

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "limiter/batcher.hpp"
 #include "limiter/decision.hpp"
 #include "limiter/pool.hpp"
 
@@ -35,6 +36,7 @@ class Decider {
     using Done = std::function<void(CallOutcome)>;
 
     Decider(boost::asio::io_context &io, Pool &pool, DeciderSettings settings);
+    [[nodiscard]] const Batcher &batcher() const { return batcher_; }
 
     void request_all(std::vector<Triple> triples, Done done);
     // max_waits[i]: how long triples[i]'s reservation may make the request wait (its limit's max_throttle).
@@ -44,10 +46,11 @@ class Decider {
   private:
     struct Attempt;
     void run(std::shared_ptr<Attempt> attempt);
-    void finish(const std::shared_ptr<Attempt> &attempt, DbOutcome outcome);
+    void finish(const std::shared_ptr<Attempt> &attempt, BatchResult result);
 
     boost::asio::io_context &io_;
     Pool &pool_;
+    Batcher batcher_;
     DeciderSettings settings_;
     std::minstd_rand random_;
 };

@@ -41,6 +41,12 @@ bool Pool::any_ready() const {
     return false;
 }
 
+std::size_t Pool::ready_count() const {
+    std::size_t n = 0;
+    for (const auto &slot : slots_) n += slot.connection->state() == PgConnection::State::ready ? 1 : 0;
+    return n;
+}
+
 bool Pool::any_connecting() const {
     for (const auto &slot : slots_) {
         const auto state = slot.connection->state();

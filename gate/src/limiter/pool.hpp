@@ -38,6 +38,7 @@ class Pool : private ConnectionEvents {
     // Runs the call on some connection; call->done runs later on this pool's io_context, exactly once.
     void submit(std::unique_ptr<DbCall> call);
     [[nodiscard]] bool any_ready() const;
+    [[nodiscard]] std::size_t ready_count() const;
 
   private:
     struct Slot {
