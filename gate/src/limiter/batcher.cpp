@@ -24,6 +24,12 @@ bool any_memory(const BatchItem &item) {
 
 void Batcher::submit(BatchItem item) {
     pending_.push_back(std::move(item));
+    // A free connection and nobody else waiting: send now (light load, nothing to batch with). Otherwise
+    // wait until the end of this turn of the event loop, or for a statement to complete.
+    if (pending_.size() == 1 && in_flight_ < std::max<std::size_t>(1, pool_.ready_count())) {
+        flush();
+        return;
+    }
     schedule_flush();
 }
 

@@ -301,15 +301,13 @@ DbOutcome PgConnection::outcome_of(InFlight &entry) {
 }
 
 void PgConnection::deliver(std::vector<std::pair<std::unique_ptr<DbCall>, DbOutcome>> completed) {
-    // Run the callbacks outside process_results' loop and after this handler: a callback may send the next
-    // call, on this connection or another, or close this one.
-    asio::post(io_,
-               [self = shared_from_this(), completed = std::make_shared<decltype(completed)>(std::move(completed))] {
-                   for (auto &[call, outcome] : *completed) {
-                       if (call->done) call->done(std::move(outcome));
-                   }
-                   self->events_.on_capacity(*self);
-               });
+    // Outside process_results' loop: a callback may send the next call, on this connection or another, or
+    // close this one (the caller checks conn_ afterwards). Held alive meanwhile by `self`.
+    const auto self = shared_from_this();
+    for (auto &[call, outcome] : completed) {
+        if (call->done) call->done(std::move(outcome));
+    }
+    events_.on_capacity(*this);
 }
 
 void PgConnection::close(DbFailure failure, const std::string &why) {
