@@ -179,6 +179,9 @@ if $PROFILE; then
     sleep 2
     perf record -a -g -F 499 -o "$WORK/perf.data" -- sleep 8 >/dev/null 2>&1
     wait "$load"
+    # head closes its pipe early: without this, perf's SIGPIPE (exit 141) ends the script under pipefail
+    # after the first section.
+    set +o pipefail
     {
         echo "## CPU by process (perf, every CPU, gate_memory at 32 connections)"
         perf report -i "$WORK/perf.data" --stdio --no-children --sort comm 2>/dev/null | grep -E '^ +[0-9]' | head -12
@@ -195,6 +198,7 @@ if $PROFILE; then
         perf report -i "$WORK/perf.data" --stdio --no-children --comm postgres --sort dso,sym -g none 2>/dev/null |
             grep -E '^ +[0-9]' | head -20
     } >"$OUT/profile.txt"
+    set -o pipefail
     cat "$OUT/profile.txt"
 fi
 log "results in $OUT"
