@@ -22,6 +22,11 @@ export PG_CONFIG=$PG_BIN/pg_config
 PACKAGES=(build-essential cmake pkg-config git
           "postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" "postgresql-client-$PG_MAJOR"
           libpqxx-dev libgtest-dev libgmock-dev)
+# pg_ratelimit_gate (gate/, docs/gate.md): Boost.Asio/Beast (header-only in 1.74, Boost.System too), yaml-cpp,
+# CLI11, OpenSSL, nlohmann-json; its tests drive it with curl, wrk, Python 3 and openssl. (nginx, which only
+# bench/gate.sh needs, is installed by that script: Debian's package starts a server on port 80.)
+PACKAGES+=(libboost-dev libyaml-cpp-dev libcli11-dev libssl-dev nlohmann-json3-dev libpq-dev
+           curl wrk python3 openssl)
 # PL/Proxy, for the partitioned setups (scripts/cluster.sh), on the host's PostgreSQL only.
 [ "$PG_MAJOR" = 15 ] && PACKAGES+=(postgresql-15-plproxy)
 

@@ -1,0 +1,21 @@
+// The admin port: GET /metrics (Prometheus text) and GET /healthz (JSON), on the first worker's thread.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+
+#include "http/worker.hpp"
+
+namespace gate::admin {
+
+class AdminServer {
+  public:
+    AdminServer(boost::asio::ip::tcp::acceptor acceptor, http::Shared &shared);
+    void start();
+
+  private:
+    void accept();
+    boost::asio::ip::tcp::acceptor acceptor_;
+    http::Shared &shared_;
+};
+
+}  // namespace gate::admin

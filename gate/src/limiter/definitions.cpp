@@ -1,0 +1,130 @@
+#include "limiter/definitions.hpp"
+
+#include <libpq-fe.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "limiter/statements.hpp"
+
+namespace gate::limiter {
+
+double LimitSpec::max_reserved() const {
+    if (algorithm == config::Algorithm::sliding_window) return 0;
+    return burst * static_cast<double>(max_throttle.count()) / static_cast<double>(window.count());
+}
+
+std::vector<std::string> LimitSpec::define_params() const {
+    // %.17g: the double exactly, so that the file's numbers compare equal to the stored ones next time.
+    const auto number = [](double value) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%.17g", value);
+        return std::string(text);
+    };
+    return {name,
+            number(burst),
+            std::to_string(window.count()) + " microseconds",
+            config::to_string(algorithm),
+            number(burst),
+            number(max_reserved()),
+            config::to_string(storage)};
+}
+
+LimitSpec spec_of(const config::LimitConfig &limit) {
+    LimitSpec spec;
+    spec.name = limit.db_name();
+    spec.burst = limit.burst;
+    spec.window = limit.window;
+    spec.max_throttle = limit.max_throttle;
+    spec.algorithm = limit.algorithm;
+    spec.storage = limit.storage;
+    return spec;
+}
+
+void define_limits_blocking(const std::string &conninfo, const std::string &schema,
+                            const std::vector<LimitSpec> &specs) {
+    const std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(conninfo.c_str()), &PQfinish);
+    if (PQstatus(conn.get()) != CONNECTION_OK) {
+        throw DefineError(std::string("cannot connect: ") + PQerrorMessage(conn.get()), true);
+    }
+    const std::string sql = define_sql(schema);
+    for (const auto &spec : specs) {
+        const auto params = spec.define_params();
+        std::vector<const char *> values;
+        for (const auto &p : params) values.push_back(p.c_str());
+        const std::unique_ptr<PGresult, decltype(&PQclear)> result(
+            PQexecParams(conn.get(), sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
+                         nullptr, 0),
+            &PQclear);
+        if (PQresultStatus(result.get()) != PGRES_TUPLES_OK) {
+            const bool lost = PQstatus(conn.get()) != CONNECTION_OK;
+            throw DefineError("cannot define limit " + spec.name + ": " + PQresultErrorMessage(result.get()), lost);
+        }
+    }
+}
+
+Definitions::Definitions(Pool &pool, std::string schema, std::chrono::microseconds timeout)
+    : pool_(pool), sql_(define_sql(schema)), timeout_(timeout) {}
+
+void Definitions::assume_defined(const std::vector<LimitSpec> &specs) {
+    for (const auto &spec : specs) entries_[spec.name].defined = true;
+}
+
+void Definitions::forget(const std::string &name) {
+    auto found = entries_.find(name);
+    if (found != entries_.end() && !found->second.defining) found->second.defined = false;
+}
+
+void Definitions::ensure(const std::vector<const LimitSpec *> &specs, std::function<void(const std::string &)> done) {
+    std::vector<const LimitSpec *> missing;
+    for (const LimitSpec *spec : specs) {
+        if (!entries_[spec->name].defined) missing.push_back(spec);
+    }
+    if (missing.empty()) {
+        done("");
+        return;
+    }
+    // Wait for each missing one; the first error wins.
+    struct Join {
+        std::size_t left;
+        std::string error;
+        std::function<void(const std::string &)> done;
+    };
+    auto join = std::make_shared<Join>(Join{missing.size(), "", std::move(done)});
+    for (const LimitSpec *spec : missing) {
+        Entry &entry = entries_[spec->name];
+        entry.waiters.push_back([join](const std::string &error) {
+            if (join->error.empty()) join->error = error;
+            if (--join->left == 0) join->done(join->error);
+        });
+        if (!entry.defining) define(*spec);
+    }
+}
+
+void Definitions::define(const LimitSpec &spec) {
+    entries_[spec.name].defining = true;
+    auto call = std::make_unique<DbCall>();
+    call->kind = DbCall::Kind::sql;
+    call->statement = sql_;
+    call->params = spec.define_params();
+    call->binary_params = false;
+    call->binary_result = false;
+    call->deadline = std::chrono::steady_clock::now() + timeout_;
+    call->done = [this, name = spec.name](DbOutcome outcome) {
+        Entry &entry = entries_[name];
+        entry.defining = false;
+        std::string error;
+        if (outcome.failure == DbFailure::none) {
+            entry.defined = true;
+        } else {
+            error = "cannot define limit " + name + ": " + (outcome.sqlstate.empty() ? "" : outcome.sqlstate + " ") +
+                    outcome.message;
+        }
+        auto waiters = std::move(entry.waiters);
+        entry.waiters.clear();
+        for (auto &waiter : waiters) waiter(error);
+    };
+    pool_.submit(std::move(call));
+}
+
+}  // namespace gate::limiter
