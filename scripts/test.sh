@@ -140,7 +140,7 @@ ensure_packages "${PACKAGES[@]}"
 build_and_install_extension
 log "building the client library, tests and benchmarks (CMake)"
 cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=ON \
-    -DPG_RATELIMIT_BUILD_BENCH=ON ${PG_RATELIMIT_CMAKE_ARGS:-} >/dev/null
+    -DPG_RATELIMIT_BUILD_BENCH=ON -DPG_RATELIMIT_BUILD_GATE=ON ${PG_RATELIMIT_CMAKE_ARGS:-} >/dev/null
 cmake --build "$ROOT/build" -j2 >/dev/null
 log "building the GoogleTest suites again with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan)"
 cmake -S "$ROOT" -B "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPG_RATELIMIT_BUILD_TESTS=ON \
@@ -201,6 +201,11 @@ run_suite "scale-out: PL/Proxy and client routing, 2 and 4 partitions (exactness
     "$ROOT/test/scale_out/scale_out_test.sh"
 run_suite "scale-out attacks: a tenant, a DBA and a careless caller against the proxy (2 partitions)" count_cases \
     "$ROOT/test/scale_out/attacks_test.sh"
+
+# The gate (gate/, docs/gate.md): pg_ratelimit_gate with real processes on loopback (its unit tests run with
+# the other unit tests: label unit).
+run_suite "gate: pg_ratelimit_gate with real processes (two gates, JWT, throttling, restarts)" count_cases \
+    "$ROOT/test/gate/gate_test.sh" "$ROOT/build/gate/pg_ratelimit_gate"
 
 # pg_upgrade of a cluster using the extension (same major version: Debian has no two in one release).
 run_suite "pg_upgrade with the memory save file carried over" count_cases "$ROOT/test/pg_upgrade.sh"
