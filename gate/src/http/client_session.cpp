@@ -140,7 +140,7 @@ void ClientSession::with_map_answer(map::MapAnswer answer) {
     x_.map_answer = std::move(answer);
     static const std::vector<limiter::MapLimit> none;
     x_.plan = limiter::make_plan(worker_.shared.route_limits[static_cast<std::size_t>(x_.route)], view_,
-                                 x_.map_answer ? *x_.map_answer : none);
+                                 x_.map_answer ? *x_.map_answer : none, x_.monitoring);
     if (!x_.plan.rejected.empty()) {
         x_.outcome = admin::Outcome::rejected;
         respond(json_error(bhttp::status::bad_request, client_version_, "missing_request_field",
@@ -151,7 +151,7 @@ void ClientSession::with_map_answer(map::MapAnswer answer) {
         x_.outcome = admin::Outcome::rejected;
         respond(json_error(bhttp::status::bad_request, client_version_, "bad_request_field",
                            "\"limit\": " + json_string(x_.plan.bad_key) +
-                               ", \"detail\": \"a key of more than 1024 bytes, or with a NUL byte\""));
+                               ", \"detail\": \"a key of more than 1024 bytes, with a NUL byte, or not valid UTF-8\""));
         return;
     }
     if (x_.plan.limits.empty()) {
@@ -186,7 +186,8 @@ void ClientSession::apply_decision_metrics(const limiter::CallOutcome &outcome, 
     for (std::size_t i = 0; i < x_.plan.limits.size() && i < outcome.each.size(); ++i) {
         int index = -1;
         for (std::size_t l = 0; l < limits.size(); ++l) {
-            if (&limits[l].spec == x_.plan.limits[i].spec) index = static_cast<int>(l);
+            if (&limits[l].spec == x_.plan.limits[i].spec || &limits[l].monitor_spec == x_.plan.limits[i].spec)
+                index = static_cast<int>(l);
         }
         const bool allowed = outcome.each[i].allowed && !outcome.each[i].shadow_denied;
         worker_.shared.metrics.limit(x_.route, index, allowed ? allowed_as : admin::LimitOutcome::denied);
@@ -199,6 +200,16 @@ void ClientSession::on_decision(limiter::CallOutcome outcome) {
         if (outcome.error.rfind("42704", 0) == 0) {
             for (const auto &limit : x_.plan.limits) worker_.definitions->forget(limit.spec->name);
         }
+        // SQLSTATE class 22 (data exception: a key the database refuses, such as 22021 for bytes that are
+        // not UTF-8) is the request's doing: 400, never failure_mode, or a client could pick its own bypass.
+        if (outcome.status == limiter::CallStatus::error && outcome.sqlstate.rfind("22", 0) == 0) {
+            worker_.log("request refused by the database (" + outcome.error + ")");
+            x_.outcome = admin::Outcome::rejected;
+            respond(json_error(bhttp::status::bad_request, client_version_, "bad_request_field",
+                               "\"detail\": \"the database refused a key of this request (SQLSTATE " +
+                                   outcome.sqlstate + ")\""));
+            return;
+        }
         const bool unavailable = outcome.status == limiter::CallStatus::unavailable;
         bypass(unavailable ? "database-unavailable" : "limiter-error", outcome.error);
         return;
@@ -207,6 +218,8 @@ void ClientSession::on_decision(limiter::CallOutcome outcome) {
     const auto &d = x_.decision;
     const auto fields = limiter::rate_fields(x_.plan.limits, d.each, d.overall);
     if (x_.monitoring) {
+        // Decided on the limits' monitoring twins (limiter::monitoring_twin): the count is this URL's own,
+        // and an enforced URL's allowance of the same limit is never spent by monitored traffic.
         apply_decision_metrics(d, admin::LimitOutcome::allowed);
         x_.response_fields.push_back({"RateLimit-Policy", fields.policy});
         x_.response_fields.push_back({"RateLimit", fields.ratelimit});

@@ -41,6 +41,14 @@ LimitSpec spec_of(const config::LimitConfig &limit) {
     return spec;
 }
 
+LimitSpec monitoring_twin(const LimitSpec &spec) {
+    LimitSpec twin = spec;
+    const std::string prefix = "gate_";  // as long as "gmon_": a name the extension takes keeps fitting
+    const bool gate_name = spec.name.compare(0, prefix.size(), prefix) == 0;
+    twin.name = "gmon_" + (gate_name ? spec.name.substr(prefix.size()) : spec.name);
+    return twin;
+}
+
 void define_limits_blocking(const std::string &conninfo, const std::string &schema,
                             const std::vector<LimitSpec> &specs) {
     const std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(conninfo.c_str()), &PQfinish);

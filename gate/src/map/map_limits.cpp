@@ -121,6 +121,7 @@ std::optional<std::vector<limiter::MapLimit>> parse_map_limits(std::string_view 
         }
         if (limit.spec.algorithm == config::Algorithm::sliding_window) limit.spec.max_throttle = {};
         limit.spec.name = map_limit_name(limit.spec);
+        limit.monitor_spec = limiter::monitoring_twin(limit.spec);
         out.push_back(std::move(limit));
     }
     return out;
