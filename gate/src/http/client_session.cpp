@@ -85,9 +85,21 @@ void ClientSession::on_header(boost::system::error_code ec) {
     x_.keep_alive = request.keep_alive();
     client_version_ = request.version();
     head_request_ = request.method() == bhttp::verb::head;
-    const std::string_view target = request.target();
-    x_.route =
-        match_route(worker_.shared.config.routes, request_fields::target_path(target), request[bhttp::field::host]);
+    x_.raw_target = std::string(request.target());
+    // Routed, decided and forwarded on the normalised target: the backend gets the path the patterns saw
+    // (a normalising backend would otherwise serve "/z/../api/x" as "/api/x" past an '/api/*' limit).
+    // A target that cannot be normalised safely (an escaped '/', ".." above the root, ...) gets 400.
+    std::string why;
+    auto normalized = normalize_target(x_.raw_target, &why);
+    if (!normalized) {
+        respond(json_error(bhttp::status::bad_request, client_version_, "bad_target",
+                           "\"detail\": " + json_string(why)));
+        return;
+    }
+    // Absolute-form: the target's authority is the host (RFC 9112 3.2.2: the Host field is replaced).
+    if (!normalized->authority.empty()) request.set(bhttp::field::host, normalized->authority);
+    if (normalized->target != x_.raw_target) request.target(normalized->target);
+    x_.route = match_route(worker_.shared.config.routes, normalized->path, request[bhttp::field::host]);
     if (x_.route < 0) {
         respond(json_error(bhttp::status::not_found, client_version_, "no_route"));
         return;
@@ -432,7 +444,8 @@ void ClientSession::finish(bool keep_alive) {
         AccessRecord record;
         record.client_ip = client_ip_;
         record.method = std::string(parser_->get().method_string());
-        record.target = std::string(parser_->get().target());
+        // As the client sent it (the backend got the normalised form).
+        record.target = x_.raw_target.empty() ? std::string(parser_->get().target()) : x_.raw_target;
         record.version = client_version_;
         record.status = x_.status;
         record.bytes_sent = x_.bytes;

@@ -45,6 +45,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     // One request's state.
     struct Exchange {
         int route = -1;
+        std::string raw_target{};  // the request target as received (the access log's)
         Clock::time_point started{};
         bool keep_alive = true;
         bool monitoring = false;
