@@ -5,6 +5,10 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <ctime>
 
 #include "http/routes.hpp"
@@ -24,6 +28,8 @@ namespace {
 // Bytes a throttled request may have sent ahead (its body, pipelined requests) while the gate watches its
 // connection for a hang-up; beyond that the gate stops reading until the delay ends.
 constexpr std::size_t THROTTLE_READ_AHEAD = 64 * 1024;
+// Past THROTTLE_READ_AHEAD, how often the connection's state is looked at for a hang-up.
+constexpr std::chrono::milliseconds CLOSED_POLL{100};
 
 double millis_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -32,7 +38,7 @@ double millis_since(Clock::time_point start) {
 }  // namespace
 
 ClientSession::ClientSession(Worker &worker, asio::ip::tcp::socket socket)
-    : worker_(worker), client_(std::move(socket)), throttle_timer_(worker.io) {}
+    : worker_(worker), client_(std::move(socket)), throttle_timer_(worker.io), poll_timer_(worker.io) {}
 
 const config::RouteConfig &ClientSession::route() const {
     return worker_.shared.config.routes[static_cast<std::size_t>(x_.route)];
@@ -343,9 +349,33 @@ void ClientSession::on_reserved(limiter::CallOutcome outcome) {
     watch_client();
 }
 
+bool ClientSession::peer_closed() {
+    // FIN or RST received, even behind bytes not read yet: the kernel's TCP state is no longer ESTABLISHED
+    // (CLOSE_WAIT after a FIN; CLOSE after a reset).
+    tcp_info info{};
+    socklen_t length = sizeof info;
+    if (getsockopt(client_.socket().native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return false;
+    return info.tcpi_state != TCP_ESTABLISHED;
+}
+
+void ClientSession::poll_client() {
+    // The read-ahead is full: no more reading, so a hang-up would go unseen behind the bytes the client
+    // sent; the connection's TCP state tells it instead, looked at every CLOSED_POLL.
+    poll_timer_.expires_after(CLOSED_POLL);
+    poll_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (ec || self->client_gone_ || self->timer_fired_) return;
+        if (self->peer_closed()) {
+            self->client_left_while_throttled();
+            return;
+        }
+        self->poll_client();
+    });
+}
+
 void ClientSession::watch_client() {
     if (buffer_.size() >= THROTTLE_READ_AHEAD) {
         watching_ = false;
+        poll_client();
         return;
     }
     watching_ = true;
@@ -382,6 +412,12 @@ void ClientSession::on_throttle_timer() {
         client_.cancel();  // the watch's handler goes on with the request
         return;
     }
+    poll_timer_.cancel();
+    // The read-ahead was full: the last look before the request goes to the backend.
+    if (peer_closed()) {
+        client_left_while_throttled();
+        return;
+    }
     x_.throttled_ms = millis_since(throttle_started_);
     forward();
 }
@@ -389,6 +425,7 @@ void ClientSession::on_throttle_timer() {
 void ClientSession::client_left_while_throttled() {
     client_gone_ = true;
     throttle_timer_.cancel();
+    poll_timer_.cancel();
     x_.outcome = admin::Outcome::cancelled;
     x_.throttled_ms = millis_since(throttle_started_);
     x_.status = 499;  // nginx's "client closed request"
