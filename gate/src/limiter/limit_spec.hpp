@@ -22,6 +22,8 @@ struct LimitSpec {
     [[nodiscard]] double max_reserved() const;
     // rate_limit_define's parameters, as define_sql() numbers them (text).
     [[nodiscard]] std::vector<std::string> define_params() const;
+    // "burst 3 per 1h, gcra, durable, max_throttle 0s": for messages.
+    [[nodiscard]] std::string describe() const;
 };
 
 LimitSpec spec_of(const config::LimitConfig &limit);
