@@ -1,13 +1,13 @@
 #include "http/client_session.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 
 #include <ctime>
 
@@ -98,8 +98,8 @@ void ClientSession::on_header(boost::system::error_code ec) {
     std::string why;
     auto normalized = normalize_target(x_.raw_target, &why);
     if (!normalized) {
-        respond(json_error(bhttp::status::bad_request, client_version_, "bad_target",
-                           "\"detail\": " + json_string(why)));
+        respond(
+            json_error(bhttp::status::bad_request, client_version_, "bad_target", "\"detail\": " + json_string(why)));
         return;
     }
     // Absolute-form: the target's authority is the host (RFC 9112 3.2.2: the Host field is replaced).
@@ -223,9 +223,9 @@ void ClientSession::on_decision(limiter::CallOutcome outcome) {
         if (outcome.status == limiter::CallStatus::error && outcome.sqlstate.rfind("22", 0) == 0) {
             worker_.log("request refused by the database (" + outcome.error + ")");
             x_.outcome = admin::Outcome::rejected;
-            respond(json_error(bhttp::status::bad_request, client_version_, "bad_request_field",
-                               "\"detail\": \"the database refused a key of this request (SQLSTATE " +
-                                   outcome.sqlstate + ")\""));
+            respond(json_error(
+                bhttp::status::bad_request, client_version_, "bad_request_field",
+                "\"detail\": \"the database refused a key of this request (SQLSTATE " + outcome.sqlstate + ")\""));
             return;
         }
         const bool unavailable = outcome.status == limiter::CallStatus::unavailable;

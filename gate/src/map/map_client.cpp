@@ -123,52 +123,51 @@ void MapClient::limits_for(const Request &request, const std::string &client_ip,
                     fail(fetch, "send: " + ec.message());
                     return;
                 }
-                bhttp::async_read(fetch->upstream->stream, fetch->upstream->buffer, fetch->parser,
-                                  [this, fetch, fail](boost::system::error_code ec, std::size_t) {
-                                      if (ec) {
-                                          fail(fetch, "read: " + ec.message());
-                                          return;
-                                      }
-                                      auto &response = fetch->parser.get();
-                                      if (response.result() != bhttp::status::ok) {
-                                          fail(fetch, "answered " + std::to_string(response.result_int()));
-                                          return;
-                                      }
-                                      if (response.body().size() > MAX_ANSWER_BYTES) {
-                                          fail(fetch, "an answer of more than 1 MiB");
-                                          return;
-                                      }
-                                      std::string error;
-                                      auto limits = parse_map_limits(response.body(), config_, &error);
-                                      if (!limits) {
-                                          fail(fetch, error);
-                                          return;
-                                      }
-                                      std::vector<std::string> names;
-                                      for (const auto &limit : *limits) names.push_back(limit.spec.name);
-                                      if (!cache_.admit_definitions(names)) {
-                                          fail(fetch, "more than " + std::to_string(MAX_MAP_DEFINITIONS) +
-                                                          " distinct limits from the map endpoint (numbers "
-                                                          "that change on every answer?): not defined");
-                                          return;
-                                      }
-                                      if (fetch->parser.keep_alive()) upstreams_.release(std::move(fetch->upstream));
-                                      auto answer =
-                                          std::make_shared<const std::vector<limiter::MapLimit>>(std::move(*limits));
-                                      // Cached unless the answer forbids it, or varies on what the identity
-                                      // cannot hold; under an identity that includes every field it varies on.
-                                      const auto vary = vary_names(response[bhttp::field::vary]);
-                                      const bool storable =
-                                          std::find(vary.begin(), vary.end(), "*") == vary.end() &&
-                                          !contains_token(response[bhttp::field::cache_control], "no-store") &&
-                                          !contains_token(response[bhttp::field::cache_control], "no-cache") &&
-                                          cache_.learn_vary(vary);
-                                      if (storable) {
-                                          cache_.store(identity(*fetch->original), answer, Clock::now());
-                                      }
-                                      metrics_.map_call("fetched");
-                                      fetch->done(std::move(answer), "");
-                                  });
+                bhttp::async_read(
+                    fetch->upstream->stream, fetch->upstream->buffer, fetch->parser,
+                    [this, fetch, fail](boost::system::error_code ec, std::size_t) {
+                        if (ec) {
+                            fail(fetch, "read: " + ec.message());
+                            return;
+                        }
+                        auto &response = fetch->parser.get();
+                        if (response.result() != bhttp::status::ok) {
+                            fail(fetch, "answered " + std::to_string(response.result_int()));
+                            return;
+                        }
+                        if (response.body().size() > MAX_ANSWER_BYTES) {
+                            fail(fetch, "an answer of more than 1 MiB");
+                            return;
+                        }
+                        std::string error;
+                        auto limits = parse_map_limits(response.body(), config_, &error);
+                        if (!limits) {
+                            fail(fetch, error);
+                            return;
+                        }
+                        std::vector<std::string> names;
+                        for (const auto &limit : *limits) names.push_back(limit.spec.name);
+                        if (!cache_.admit_definitions(names)) {
+                            fail(fetch, "more than " + std::to_string(MAX_MAP_DEFINITIONS) +
+                                            " distinct limits from the map endpoint (numbers "
+                                            "that change on every answer?): not defined");
+                            return;
+                        }
+                        if (fetch->parser.keep_alive()) upstreams_.release(std::move(fetch->upstream));
+                        auto answer = std::make_shared<const std::vector<limiter::MapLimit>>(std::move(*limits));
+                        // Cached unless the answer forbids it, or varies on what the identity
+                        // cannot hold; under an identity that includes every field it varies on.
+                        const auto vary = vary_names(response[bhttp::field::vary]);
+                        const bool storable = std::find(vary.begin(), vary.end(), "*") == vary.end() &&
+                                              !contains_token(response[bhttp::field::cache_control], "no-store") &&
+                                              !contains_token(response[bhttp::field::cache_control], "no-cache") &&
+                                              cache_.learn_vary(vary);
+                        if (storable) {
+                            cache_.store(identity(*fetch->original), answer, Clock::now());
+                        }
+                        metrics_.map_call("fetched");
+                        fetch->done(std::move(answer), "");
+                    });
             });
     });
 }

@@ -182,21 +182,21 @@ TEST(Plan, KeysAndMissingFields) {
 TEST(Plan, Utf8) {
     EXPECT_TRUE(valid_utf8(""));
     EXPECT_TRUE(valid_utf8("plain ascii"));
-    EXPECT_TRUE(valid_utf8("\xc3\xa9"));              // U+00E9
-    EXPECT_TRUE(valid_utf8("\xe2\x82\xac"));          // U+20AC
-    EXPECT_TRUE(valid_utf8("\xf0\x9f\x98\x80"));      // U+1F600
-    EXPECT_TRUE(valid_utf8("\xf4\x8f\xbf\xbf"));      // U+10FFFF
+    EXPECT_TRUE(valid_utf8("\xc3\xa9"));          // U+00E9
+    EXPECT_TRUE(valid_utf8("\xe2\x82\xac"));      // U+20AC
+    EXPECT_TRUE(valid_utf8("\xf0\x9f\x98\x80"));  // U+1F600
+    EXPECT_TRUE(valid_utf8("\xf4\x8f\xbf\xbf"));  // U+10FFFF
     EXPECT_FALSE(valid_utf8("\xff"));
     EXPECT_FALSE(valid_utf8("\xff\xfe"));
-    EXPECT_FALSE(valid_utf8("\x80"));                  // a continuation byte first
-    EXPECT_FALSE(valid_utf8("\xc3\x28"));              // a bad continuation
-    EXPECT_FALSE(valid_utf8("\xc3"));                  // cut short
-    EXPECT_FALSE(valid_utf8("\xe2\x82"));              // cut short
-    EXPECT_FALSE(valid_utf8("\xc0\xaf"));              // overlong '/'
-    EXPECT_FALSE(valid_utf8("\xe0\x80\xaf"));          // overlong
-    EXPECT_FALSE(valid_utf8("\xf0\x80\x80\xaf"));      // overlong
-    EXPECT_FALSE(valid_utf8("\xed\xa0\x80"));          // a surrogate (U+D800)
-    EXPECT_FALSE(valid_utf8("\xf4\x90\x80\x80"));      // above U+10FFFF
+    EXPECT_FALSE(valid_utf8("\x80"));              // a continuation byte first
+    EXPECT_FALSE(valid_utf8("\xc3\x28"));          // a bad continuation
+    EXPECT_FALSE(valid_utf8("\xc3"));              // cut short
+    EXPECT_FALSE(valid_utf8("\xe2\x82"));          // cut short
+    EXPECT_FALSE(valid_utf8("\xc0\xaf"));          // overlong '/'
+    EXPECT_FALSE(valid_utf8("\xe0\x80\xaf"));      // overlong
+    EXPECT_FALSE(valid_utf8("\xf0\x80\x80\xaf"));  // overlong
+    EXPECT_FALSE(valid_utf8("\xed\xa0\x80"));      // a surrogate (U+D800)
+    EXPECT_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
     EXPECT_FALSE(valid_utf8("\xf5\x80\x80\x80"));
 }
 

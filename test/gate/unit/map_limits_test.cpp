@@ -88,17 +88,18 @@ TEST(MapCache, ExpiresAndEvicts) {
 
 TEST(MapLimits, RefusesKeysTheDatabaseCannotTakeAndTooManyLimits) {
     // The endpoint's fault: a map failure (failure_mode), not the client's 400.
-    EXPECT_NE(error_of(R"({"limits": [{"key": "k\u0000x", "burst": 5, "window": 1}]})").find("NUL"),
-              std::string::npos);
+    EXPECT_NE(error_of(R"({"limits": [{"key": "k\u0000x", "burst": 5, "window": 1}]})").find("NUL"), std::string::npos);
     const std::string long_key(1025, 'k');
     EXPECT_NE(error_of(R"({"limits": [{"key": ")" + long_key + R"(", "burst": 5, "window": 1}]})").find("1024"),
               std::string::npos);
     EXPECT_EQ(parse(R"({"limits": [{"key": ")" + long_key.substr(1) + R"(", "burst": 5, "window": 1}]})").size(), 1u);
     std::string many = R"({"limits": [)";
-    for (std::size_t i = 0; i <= MAX_MAP_LIMITS; ++i) many += std::string(i ? "," : "") + R"({"key": "k", "burst": 5, "window": 1})";
+    for (std::size_t i = 0; i <= MAX_MAP_LIMITS; ++i)
+        many += std::string(i ? "," : "") + R"({"key": "k", "burst": 5, "window": 1})";
     EXPECT_NE(error_of(many + "]}").find("more than 32 limits"), std::string::npos);
     many = R"({"limits": [)";
-    for (std::size_t i = 0; i < MAX_MAP_LIMITS; ++i) many += std::string(i ? "," : "") + R"({"key": "k", "burst": 5, "window": 1})";
+    for (std::size_t i = 0; i < MAX_MAP_LIMITS; ++i)
+        many += std::string(i ? "," : "") + R"({"key": "k", "burst": 5, "window": 1})";
     EXPECT_EQ(parse(many + "]}").size(), MAX_MAP_LIMITS);
     // A map limit's monitoring twin: the same numbers under gmon_.
     const auto limits = parse(R"({"limits": [{"key": "k", "burst": 3, "window": 1}]})");
