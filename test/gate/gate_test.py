@@ -626,7 +626,10 @@ def test_monitor(gate, backend):
     check("monitor: the would-be denial carries the RateLimit fields",
           fields is not None and 3590 <= int(fields.group(1)) <= 3600, str(responses[3].header("ratelimit")))
     check("monitor: a would-be denial consumes nothing (the key stays at 0, not in debt)",
-          units_left("monitor", "gate_monitor") == 0)
+          units_left("monitor", "gmon_monitor") == 0)
+    # Monitored requests count in the limit's monitoring twin (gmon_<key>), never in the enforced one.
+    check("monitor: monitored requests never spend the enforced limit (gate_monitor untouched)",
+          units_left("monitor", "gate_monitor") == 2)
 
 
 def raw_request(port, request, read=True, timeout=10):

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "admin/health.hpp"
+#include "http/listener.hpp"
 #include "request_fields/query.hpp"
 
 namespace gate::admin {
@@ -76,14 +77,22 @@ class AdminSession : public std::enable_shared_from_this<AdminSession> {
 }  // namespace
 
 AdminServer::AdminServer(tcp::acceptor acceptor, http::Shared &shared)
-    : acceptor_(std::move(acceptor)), shared_(shared) {}
+    : acceptor_(std::move(acceptor)), shared_(shared), retry_timer_(acceptor_.get_executor()) {}
 
 void AdminServer::start() { accept(); }
 
 void AdminServer::accept() {
     acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
         if (ec == asio::error::operation_aborted) return;
-        if (!ec) std::make_shared<AdminSession>(std::move(socket), shared_)->read();
+        if (ec) {
+            // Out of file descriptors, most likely: the gate's listener logs it; try again in a while.
+            retry_timer_.expires_after(http::ACCEPT_RETRY_DELAY);
+            retry_timer_.async_wait([this](boost::system::error_code wait_ec) {
+                if (wait_ec != asio::error::operation_aborted) accept();
+            });
+            return;
+        }
+        std::make_shared<AdminSession>(std::move(socket), shared_)->read();
         accept();
     });
 }

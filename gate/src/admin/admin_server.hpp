@@ -2,6 +2,7 @@
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "http/worker.hpp"
 
@@ -16,6 +17,7 @@ class AdminServer {
     void accept();
     boost::asio::ip::tcp::acceptor acceptor_;
     http::Shared &shared_;
+    boost::asio::steady_timer retry_timer_;  // after an accept error: a pause, not a spin (http/listener.hpp)
 };
 
 }  // namespace gate::admin

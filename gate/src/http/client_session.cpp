@@ -1,10 +1,14 @@
 #include "http/client_session.hpp"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+
 #include <ctime>
 
 #include "http/routes.hpp"
@@ -24,6 +28,8 @@ namespace {
 // Bytes a throttled request may have sent ahead (its body, pipelined requests) while the gate watches its
 // connection for a hang-up; beyond that the gate stops reading until the delay ends.
 constexpr std::size_t THROTTLE_READ_AHEAD = 64 * 1024;
+// Past THROTTLE_READ_AHEAD, how often the connection's state is looked at for a hang-up.
+constexpr std::chrono::milliseconds CLOSED_POLL{100};
 
 double millis_since(Clock::time_point start) {
     return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
@@ -32,7 +38,7 @@ double millis_since(Clock::time_point start) {
 }  // namespace
 
 ClientSession::ClientSession(Worker &worker, asio::ip::tcp::socket socket)
-    : worker_(worker), client_(std::move(socket)), throttle_timer_(worker.io) {}
+    : worker_(worker), client_(std::move(socket)), throttle_timer_(worker.io), poll_timer_(worker.io) {}
 
 const config::RouteConfig &ClientSession::route() const {
     return worker_.shared.config.routes[static_cast<std::size_t>(x_.route)];
@@ -85,9 +91,21 @@ void ClientSession::on_header(boost::system::error_code ec) {
     x_.keep_alive = request.keep_alive();
     client_version_ = request.version();
     head_request_ = request.method() == bhttp::verb::head;
-    const std::string_view target = request.target();
-    x_.route =
-        match_route(worker_.shared.config.routes, request_fields::target_path(target), request[bhttp::field::host]);
+    x_.raw_target = std::string(request.target());
+    // Routed, decided and forwarded on the normalised target: the backend gets the path the patterns saw
+    // (a normalising backend would otherwise serve "/z/../api/x" as "/api/x" past an '/api/*' limit).
+    // A target that cannot be normalised safely (an escaped '/', ".." above the root, ...) gets 400.
+    std::string why;
+    auto normalized = normalize_target(x_.raw_target, &why);
+    if (!normalized) {
+        respond(
+            json_error(bhttp::status::bad_request, client_version_, "bad_target", "\"detail\": " + json_string(why)));
+        return;
+    }
+    // Absolute-form: the target's authority is the host (RFC 9112 3.2.2: the Host field is replaced).
+    if (!normalized->authority.empty()) request.set(bhttp::field::host, normalized->authority);
+    if (normalized->target != x_.raw_target) request.target(normalized->target);
+    x_.route = match_route(worker_.shared.config.routes, normalized->path, request[bhttp::field::host]);
     if (x_.route < 0) {
         respond(json_error(bhttp::status::not_found, client_version_, "no_route"));
         return;
@@ -140,7 +158,7 @@ void ClientSession::with_map_answer(map::MapAnswer answer) {
     x_.map_answer = std::move(answer);
     static const std::vector<limiter::MapLimit> none;
     x_.plan = limiter::make_plan(worker_.shared.route_limits[static_cast<std::size_t>(x_.route)], view_,
-                                 x_.map_answer ? *x_.map_answer : none);
+                                 x_.map_answer ? *x_.map_answer : none, x_.monitoring);
     if (!x_.plan.rejected.empty()) {
         x_.outcome = admin::Outcome::rejected;
         respond(json_error(bhttp::status::bad_request, client_version_, "missing_request_field",
@@ -151,7 +169,7 @@ void ClientSession::with_map_answer(map::MapAnswer answer) {
         x_.outcome = admin::Outcome::rejected;
         respond(json_error(bhttp::status::bad_request, client_version_, "bad_request_field",
                            "\"limit\": " + json_string(x_.plan.bad_key) +
-                               ", \"detail\": \"a key of more than 1024 bytes, or with a NUL byte\""));
+                               ", \"detail\": \"a key of more than 1024 bytes, with a NUL byte, or not valid UTF-8\""));
         return;
     }
     if (x_.plan.limits.empty()) {
@@ -186,7 +204,8 @@ void ClientSession::apply_decision_metrics(const limiter::CallOutcome &outcome, 
     for (std::size_t i = 0; i < x_.plan.limits.size() && i < outcome.each.size(); ++i) {
         int index = -1;
         for (std::size_t l = 0; l < limits.size(); ++l) {
-            if (&limits[l].spec == x_.plan.limits[i].spec) index = static_cast<int>(l);
+            if (&limits[l].spec == x_.plan.limits[i].spec || &limits[l].monitor_spec == x_.plan.limits[i].spec)
+                index = static_cast<int>(l);
         }
         const bool allowed = outcome.each[i].allowed && !outcome.each[i].shadow_denied;
         worker_.shared.metrics.limit(x_.route, index, allowed ? allowed_as : admin::LimitOutcome::denied);
@@ -199,6 +218,16 @@ void ClientSession::on_decision(limiter::CallOutcome outcome) {
         if (outcome.error.rfind("42704", 0) == 0) {
             for (const auto &limit : x_.plan.limits) worker_.definitions->forget(limit.spec->name);
         }
+        // SQLSTATE class 22 (data exception: a key the database refuses, such as 22021 for bytes that are
+        // not UTF-8) is the request's doing: 400, never failure_mode, or a client could pick its own bypass.
+        if (outcome.status == limiter::CallStatus::error && outcome.sqlstate.rfind("22", 0) == 0) {
+            worker_.log("request refused by the database (" + outcome.error + ")");
+            x_.outcome = admin::Outcome::rejected;
+            respond(json_error(
+                bhttp::status::bad_request, client_version_, "bad_request_field",
+                "\"detail\": \"the database refused a key of this request (SQLSTATE " + outcome.sqlstate + ")\""));
+            return;
+        }
         const bool unavailable = outcome.status == limiter::CallStatus::unavailable;
         bypass(unavailable ? "database-unavailable" : "limiter-error", outcome.error);
         return;
@@ -207,6 +236,8 @@ void ClientSession::on_decision(limiter::CallOutcome outcome) {
     const auto &d = x_.decision;
     const auto fields = limiter::rate_fields(x_.plan.limits, d.each, d.overall);
     if (x_.monitoring) {
+        // Decided on the limits' monitoring twins (limiter::monitoring_twin): the count is this URL's own,
+        // and an enforced URL's allowance of the same limit is never spent by monitored traffic.
         apply_decision_metrics(d, admin::LimitOutcome::allowed);
         x_.response_fields.push_back({"RateLimit-Policy", fields.policy});
         x_.response_fields.push_back({"RateLimit", fields.ratelimit});
@@ -318,9 +349,33 @@ void ClientSession::on_reserved(limiter::CallOutcome outcome) {
     watch_client();
 }
 
+bool ClientSession::peer_closed() {
+    // FIN or RST received, even behind bytes not read yet: the kernel's TCP state is no longer ESTABLISHED
+    // (CLOSE_WAIT after a FIN; CLOSE after a reset).
+    tcp_info info{};
+    socklen_t length = sizeof info;
+    if (getsockopt(client_.socket().native_handle(), IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return false;
+    return info.tcpi_state != TCP_ESTABLISHED;
+}
+
+void ClientSession::poll_client() {
+    // The read-ahead is full: no more reading, so a hang-up would go unseen behind the bytes the client
+    // sent; the connection's TCP state tells it instead, looked at every CLOSED_POLL.
+    poll_timer_.expires_after(CLOSED_POLL);
+    poll_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+        if (ec || self->client_gone_ || self->timer_fired_) return;
+        if (self->peer_closed()) {
+            self->client_left_while_throttled();
+            return;
+        }
+        self->poll_client();
+    });
+}
+
 void ClientSession::watch_client() {
     if (buffer_.size() >= THROTTLE_READ_AHEAD) {
         watching_ = false;
+        poll_client();
         return;
     }
     watching_ = true;
@@ -357,6 +412,12 @@ void ClientSession::on_throttle_timer() {
         client_.cancel();  // the watch's handler goes on with the request
         return;
     }
+    poll_timer_.cancel();
+    // The read-ahead was full: the last look before the request goes to the backend.
+    if (peer_closed()) {
+        client_left_while_throttled();
+        return;
+    }
     x_.throttled_ms = millis_since(throttle_started_);
     forward();
 }
@@ -364,6 +425,7 @@ void ClientSession::on_throttle_timer() {
 void ClientSession::client_left_while_throttled() {
     client_gone_ = true;
     throttle_timer_.cancel();
+    poll_timer_.cancel();
     x_.outcome = admin::Outcome::cancelled;
     x_.throttled_ms = millis_since(throttle_started_);
     x_.status = 499;  // nginx's "client closed request"
@@ -419,7 +481,8 @@ void ClientSession::finish(bool keep_alive) {
         AccessRecord record;
         record.client_ip = client_ip_;
         record.method = std::string(parser_->get().method_string());
-        record.target = std::string(parser_->get().target());
+        // As the client sent it (the backend got the normalised form).
+        record.target = x_.raw_target.empty() ? std::string(parser_->get().target()) : x_.raw_target;
         record.version = client_version_;
         record.status = x_.status;
         record.bytes_sent = x_.bytes;

@@ -45,6 +45,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     // One request's state.
     struct Exchange {
         int route = -1;
+        std::string raw_target{};  // the request target as received (the access log's)
         Clock::time_point started{};
         bool keep_alive = true;
         bool monitoring = false;
@@ -73,6 +74,8 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
     void try_throttle();
     void on_reserved(limiter::CallOutcome outcome);
     void watch_client();
+    void poll_client();
+    [[nodiscard]] bool peer_closed();
     void on_throttle_timer();
     void on_watch(boost::system::error_code ec, std::size_t bytes);
     void client_left_while_throttled();
@@ -106,6 +109,7 @@ class ClientSession : public std::enable_shared_from_this<ClientSession> {
 
     // Throttling.
     boost::asio::steady_timer throttle_timer_;
+    boost::asio::steady_timer poll_timer_;  // read-ahead full: looks for a hang-up (peer_closed)
     bool timer_fired_ = false;
     bool watching_ = false;
     bool client_gone_ = false;

@@ -22,6 +22,7 @@ void ClientSession::forward() {
     request_body_empty_ = parser_->is_done();
     remove_hop_by_hop(request);
     add_forwarding(request, client_ip_, request.version());
+    remove_gate_verdicts(request);
     for (const auto &[name, value] : x_.request_fields) request.set(name, value);
     // HTTP/1.1 towards the backend, whatever the client spoke: keep-alive and chunked bodies.
     request.version(11);

@@ -26,7 +26,7 @@ tcp::acceptor bind_acceptor(asio::io_context &io, const config::HostPort &addres
 }
 
 Listener::Listener(tcp::acceptor acceptor, std::vector<std::unique_ptr<Worker>> &workers)
-    : acceptor_(std::move(acceptor)), workers_(workers) {}
+    : acceptor_(std::move(acceptor)), workers_(workers), retry_timer_(acceptor_.get_executor()) {}
 
 void Listener::start() { accept(); }
 
@@ -36,10 +36,24 @@ void Listener::accept() {
     // The new socket belongs to that worker's io_context: the session runs there, on that thread only.
     acceptor_.async_accept(worker.io, [this, &worker](boost::system::error_code ec, tcp::socket socket) {
         if (!ec) {
+            if (failing_) workers_[0]->log("accepting connections again", false);
+            failing_ = false;
             auto holder = std::make_shared<tcp::socket>(std::move(socket));
             asio::post(worker.io,
                        [&worker, holder] { std::make_shared<ClientSession>(worker, std::move(*holder))->start(); });
         } else if (ec == asio::error::operation_aborted) {
+            return;
+        } else {
+            if (!failing_) {
+                workers_[0]->log("cannot accept a connection (" + ec.message() + "): trying again every " +
+                                     std::to_string(ACCEPT_RETRY_DELAY.count()) + " ms",
+                                 false);
+            }
+            failing_ = true;
+            retry_timer_.expires_after(ACCEPT_RETRY_DELAY);
+            retry_timer_.async_wait([this](boost::system::error_code wait_ec) {
+                if (wait_ec != asio::error::operation_aborted) accept();
+            });
             return;
         }
         accept();

@@ -67,4 +67,9 @@ void add_forwarding(bhttp::fields &fields, std::string_view client_ip, unsigned 
 
 void add_via(bhttp::fields &fields, unsigned version) { append(fields, "Via", via_value(version)); }
 
+void remove_gate_verdicts(boost::beast::http::fields &fields) {
+    fields.erase("X-RateLimit-Would-Deny");
+    fields.erase("RateLimit-Bypassed");
+}
+
 }  // namespace gate::http

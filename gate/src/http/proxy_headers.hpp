@@ -12,6 +12,10 @@ namespace gate::http {
 // stay: they frame the body, which the gate re-frames the same way for the next hop.
 void remove_hop_by_hop(boost::beast::http::fields &fields);
 
+// Removes X-RateLimit-Would-Deny and RateLimit-Bypassed: the gate's verdict fields are the gate's alone (a
+// client's own copies would pass for the gate's verdict at the backend).
+void remove_gate_verdicts(boost::beast::http::fields &fields);
+
 // X-Forwarded-For (appended to), X-Forwarded-Proto, X-Forwarded-Host and Via, for the backend.
 void add_forwarding(boost::beast::http::fields &fields, std::string_view client_ip, unsigned version);
 

@@ -18,7 +18,11 @@ constexpr std::size_t MAP_CACHE_ENTRIES = 100'000;
 Shared::Shared(config::GateConfig c) : config(std::move(c)), metrics(config), access_log(config.access_log) {
     if (config.ratelimit) {
         limits.reserve(config.ratelimit->limits.size());
-        for (const auto &limit : config.ratelimit->limits) limits.push_back({&limit, limiter::spec_of(limit)});
+        for (const auto &limit : config.ratelimit->limits) {
+            auto spec = limiter::spec_of(limit);
+            auto twin = limiter::monitoring_twin(spec);
+            limits.push_back({&limit, std::move(spec), std::move(twin)});
+        }
         const auto &jwt_settings = config.ratelimit->jwt;
         if (!jwt_settings.hs256_secret.empty() || !jwt_settings.public_keys.empty()) jwt.emplace(jwt_settings);
         if (config.ratelimit->map_endpoint) {

@@ -151,6 +151,7 @@ void Decider::finish(const std::shared_ptr<Attempt> &attempt, BatchResult outcom
                 return;
             }
             out.status = CallStatus::error;
+            out.sqlstate = outcome.sqlstate;
             out.error = outcome.sqlstate + ": " + outcome.message;
             break;
         case DbFailure::not_sent:

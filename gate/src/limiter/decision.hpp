@@ -34,6 +34,7 @@ struct CallOutcome {
     TripleDecision overall{};            // request_all's row 0; for reserve_all: allowed when every one was
     std::vector<TripleDecision> each{};  // one per triple, in the order given
     std::string error{};                 // what went wrong, for the log
+    std::string sqlstate{};              // status error: the database's SQLSTATE
     int attempts = 0;
 };
 

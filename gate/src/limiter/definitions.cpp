@@ -2,9 +2,12 @@
 
 #include <libpq-fe.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 
+#include "config/duration.hpp"
 #include "limiter/statements.hpp"
 
 namespace gate::limiter {
@@ -30,6 +33,14 @@ std::vector<std::string> LimitSpec::define_params() const {
             config::to_string(storage)};
 }
 
+std::string LimitSpec::describe() const {
+    char text[64];
+    std::snprintf(text, sizeof text, "%.17g", burst);
+    return std::string("burst ") + text + " per " + config::format_duration(window) + ", " +
+           config::to_string(algorithm) + ", " + config::to_string(storage) + ", max_throttle " +
+           config::format_duration(max_throttle);
+}
+
 LimitSpec spec_of(const config::LimitConfig &limit) {
     LimitSpec spec;
     spec.name = limit.db_name();
@@ -41,6 +52,14 @@ LimitSpec spec_of(const config::LimitConfig &limit) {
     return spec;
 }
 
+LimitSpec monitoring_twin(const LimitSpec &spec) {
+    LimitSpec twin = spec;
+    const std::string prefix = "gate_";  // as long as "gmon_": a name the extension takes keeps fitting
+    const bool gate_name = spec.name.compare(0, prefix.size(), prefix) == 0;
+    twin.name = "gmon_" + (gate_name ? spec.name.substr(prefix.size()) : spec.name);
+    return twin;
+}
+
 void define_limits_blocking(const std::string &conninfo, const std::string &schema,
                             const std::vector<LimitSpec> &specs) {
     const std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(conninfo.c_str()), &PQfinish);
@@ -48,10 +67,26 @@ void define_limits_blocking(const std::string &conninfo, const std::string &sche
         throw DefineError(std::string("cannot connect: ") + PQerrorMessage(conn.get()), true);
     }
     const std::string sql = define_sql(schema);
+    const std::string stored_sql = stored_differs_sql(schema);
     for (const auto &spec : specs) {
         const auto params = spec.define_params();
         std::vector<const char *> values;
         for (const auto &p : params) values.push_back(p.c_str());
+        // Another gate (or an operator) may enforce this limit with other numbers: this gate's file wins
+        // (rate_limit_define below), for every gate on this database. Said loudly, naming both.
+        const std::unique_ptr<PGresult, decltype(&PQclear)> stored(
+            PQexecParams(conn.get(), stored_sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(),
+                         nullptr, nullptr, 0),
+            &PQclear);
+        if (PQresultStatus(stored.get()) == PGRES_TUPLES_OK && PQntuples(stored.get()) == 1) {
+            std::string text = "pg_ratelimit_gate: WARNING: limit " + spec.name +
+                               " is defined in the database with other numbers (" + PQgetvalue(stored.get(), 0, 0) +
+                               ") than this file's (" + spec.describe() +
+                               "): redefining it now, for every gate that shares this database (a gate started "
+                               "with another file is enforcing the other numbers until now)\n";
+            const ssize_t n = ::write(STDERR_FILENO, text.data(), text.size());
+            (void)n;
+        }
         const std::unique_ptr<PGresult, decltype(&PQclear)> result(
             PQexecParams(conn.get(), sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
                          nullptr, 0),

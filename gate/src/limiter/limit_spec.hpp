@@ -22,8 +22,15 @@ struct LimitSpec {
     [[nodiscard]] double max_reserved() const;
     // rate_limit_define's parameters, as define_sql() numbers them (text).
     [[nodiscard]] std::vector<std::string> define_params() const;
+    // "burst 3 per 1h, gcra, durable, max_throttle 0s": for messages.
+    [[nodiscard]] std::string describe() const;
 };
 
 LimitSpec spec_of(const config::LimitConfig &limit);
+
+// The same numbers under the name gmon_<...> (gate_x: gmon_x, gate_map_...: gmon_map_...): what a URL in
+// monitoring mode counts its requests in. Its would-be denials then say what enforcing the limit would do
+// to that URL's traffic, and its requests never spend an enforced URL's allowance of the same limit.
+LimitSpec monitoring_twin(const LimitSpec &spec);
 
 }  // namespace gate::limiter

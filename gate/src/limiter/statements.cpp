@@ -69,6 +69,16 @@ std::string define_sql(const std::string &schema) {
            " IS DISTINCT FROM ($2::float8, $3::interval, $4, $5::float8, $6::float8, $7)";
 }
 
+std::string stored_differs_sql(const std::string &schema) {
+    const std::string s = quote_identifier(schema) + ".";
+    return "SELECT pg_catalog.format('rate %s per %s, %s, capacity %s, max_reserved %s, %s', c.rate, c.period,"
+           " c.algorithm, c.capacity, c.max_reserved, c.storage) FROM " +
+           s +
+           "rate_limit_config AS c WHERE c.name = $1"
+           " AND (c.rate, c.period, c.algorithm, c.capacity, c.max_reserved, c.storage)"
+           " IS DISTINCT FROM ($2::float8, $3::interval, $4::text, $5::float8, $6::float8, $7::text)";
+}
+
 namespace {
 
 // Columns first..first+4: allowed, remaining, retry_after, reset_after, shadow_denied.

@@ -46,6 +46,10 @@ std::vector<PreparedStatement> prepared_statements(const std::string &schema);
 // file's numbers (shadow, jitter). Text parameters.
 std::string define_sql(const std::string &schema);
 
+// With define_sql's parameters: one row, the stored definition as text, when a limit of that name exists
+// with other numbers (define_sql would redefine it); none otherwise.
+std::string stored_differs_sql(const std::string &schema);
+
 // Rows of request_all (row 0 first) or reserve_all, binary: the decisions; false if the shape is wrong.
 bool read_request_all(const PGresult *result, std::size_t triples, CallOutcome &out);
 bool read_request_one(const PGresult *result, CallOutcome &out);

@@ -7,6 +7,7 @@
 #include <boost/beast/http/message.hpp>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "admin/metrics.hpp"
 #include "config/config.hpp"
@@ -27,8 +28,11 @@ class MapClient {
     // 200, not the expected JSON, or slower than map_timeout). done runs on this thread: at once for a cached answer.
     void limits_for(const Request &request, const std::string &client_ip, Done done);
 
-    // The cache key: method, target and the configured identity headers' values.
+    // The cache key: method, target, the configured identity headers' values and those of every field an
+    // answer named in Vary (MapCache::vary()). An answer with Vary: * or Cache-Control: no-store (or
+    // no-cache) is not cached.
     [[nodiscard]] std::string identity(const Request &request) const;
+    [[nodiscard]] std::string identity(const Request &request, const std::vector<std::string> &vary) const;
 
   private:
     http::UpstreamPool &upstreams_;

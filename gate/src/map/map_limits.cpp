@@ -36,6 +36,10 @@ std::optional<std::vector<limiter::MapLimit>> parse_map_limits(std::string_view 
         *error = "the answer is not a JSON object with a \"limits\" list";
         return std::nullopt;
     }
+    if (document["limits"].size() > MAX_MAP_LIMITS) {
+        *error = "more than " + std::to_string(MAX_MAP_LIMITS) + " limits in one answer";
+        return std::nullopt;
+    }
     std::vector<limiter::MapLimit> out;
     std::size_t index = 0;
     for (const auto &item : document["limits"]) {
@@ -46,6 +50,13 @@ std::optional<std::vector<limiter::MapLimit>> parse_map_limits(std::string_view 
         }
         limiter::MapLimit limit;
         limit.key = item["key"].get<std::string>();
+        // A key the database cannot take is the endpoint's fault (failure_mode), not the client's (400).
+        if (limit.key.size() > limiter::MAX_KEY_BYTES || limit.key.find('\0') != std::string::npos ||
+            !limiter::valid_utf8(limit.key)) {
+            *error = where + "a key of more than " + std::to_string(limiter::MAX_KEY_BYTES) +
+                     " bytes, with a NUL byte, or not valid UTF-8";
+            return std::nullopt;
+        }
         limit.display =
             item.contains("comment") && item["comment"].is_string() ? item["comment"].get<std::string>() : limit.key;
         std::string why;
@@ -121,6 +132,7 @@ std::optional<std::vector<limiter::MapLimit>> parse_map_limits(std::string_view 
         }
         if (limit.spec.algorithm == config::Algorithm::sliding_window) limit.spec.max_throttle = {};
         limit.spec.name = map_limit_name(limit.spec);
+        limit.monitor_spec = limiter::monitoring_twin(limit.spec);
         out.push_back(std::move(limit));
     }
     return out;

@@ -14,7 +14,11 @@
 
 namespace gate::map {
 
-// The limits, or nothing and *error for an answer that is not exactly that shape.
+// The most limits one answer may give: an answer with more is a map failure (failure_mode).
+constexpr std::size_t MAX_MAP_LIMITS = 32;
+
+// The limits, or nothing and *error for an answer that is not exactly that shape, that has more than
+// MAX_MAP_LIMITS limits, or a key the database cannot take (over 1024 bytes, a NUL, not UTF-8).
 std::optional<std::vector<limiter::MapLimit>> parse_map_limits(std::string_view body,
                                                                const config::MapEndpointConfig &defaults,
                                                                std::string *error);

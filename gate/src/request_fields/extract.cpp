@@ -1,5 +1,6 @@
 #include "request_fields/extract.hpp"
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "request_fields/cookies.hpp"
@@ -64,9 +65,14 @@ std::optional<std::string> extract(const FieldPath &path, const RequestView &req
             return std::string(target_path(request.target));
         case FieldKind::method:
             return std::string(request.method);
-        case FieldKind::host:
+        case FieldKind::host: {
             if (request.host.empty()) return std::nullopt;
-            return std::string(without_port(request.host));
+            // One spelling per host: lower case, no trailing dot ("API.Example." is "api.example").
+            std::string host(without_port(request.host));
+            if (host.size() > 1 && host.back() == '.') host.pop_back();
+            for (auto &c : host) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            return host;
+        }
         case FieldKind::client_ip:
             return std::string(request.client_ip);
         case FieldKind::claim:

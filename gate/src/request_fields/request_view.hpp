@@ -10,7 +10,7 @@ namespace gate::request_fields {
 
 struct RequestView {
     std::string_view method{};
-    std::string_view target{};     // path and query, as received
+    std::string_view target{};     // path and query: the normalised path (http/routes.hpp), the query as received
     std::string_view host{};       // the Host field (its port included; extract() drops it)
     std::string_view client_ip{};  // the TCP peer
     // Appends the values of every header field called `lower_name` (lower case), in order.

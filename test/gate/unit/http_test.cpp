@@ -29,8 +29,69 @@ TEST(Routes, GlobsOnThePathFirstMatchWins) {
     EXPECT_EQ(http::match_route(routes, "/admin/x", "example.com"), 2);
     EXPECT_EQ(http::match_route(routes, "/a/hello", "example.com"), 1);
     EXPECT_EQ(http::match_route(routes, "/a/hello", "[::1]:8080"), 1);
+    // Host names are case-insensitive and may end in a dot.
+    EXPECT_EQ(http::match_route(routes, "/admin/x", "SVC.Internal:8080"), 0);
+    EXPECT_EQ(http::match_route(routes, "/admin/x", "svc.internal."), 0);
+    EXPECT_EQ(http::match_route(routes, "/admin/x", "svc.internal.:80"), 0);
+    routes[0].host_pattern = "API.example";
+    EXPECT_EQ(http::match_route(routes, "/admin/x", "api.EXAMPLE"), 0);
     routes.pop_back();
     EXPECT_EQ(http::match_route(routes, "/other", "example.com"), -1);
+}
+
+TEST(Routes, TargetsAreNormalisedBeforeMatching) {
+    const auto norm = [](std::string_view target) {
+        std::string why;
+        const auto n = http::normalize_target(target, &why);
+        return n ? n->target : "400: " + why;
+    };
+    EXPECT_EQ(norm("/api/x"), "/api/x");
+    EXPECT_EQ(norm("/api/x?a=/b/../c&d=%2F"), "/api/x?a=/b/../c&d=%2F");  // the query as received
+    EXPECT_EQ(norm("//api/x"), "/api/x");
+    EXPECT_EQ(norm("/api//x//"), "/api/x/");
+    EXPECT_EQ(norm("/%61pi/x"), "/api/x");
+    EXPECT_EQ(norm("/%41PI/%7e%2D"), "/API/~-");
+    EXPECT_EQ(norm("/./api/x"), "/api/x");
+    EXPECT_EQ(norm("/z/../api/x"), "/api/x");
+    EXPECT_EQ(norm("/z/%2e%2E/api/x"), "/api/x");
+    EXPECT_EQ(norm("/api/x/."), "/api/x/");
+    EXPECT_EQ(norm("/api/x/.."), "/api/");
+    EXPECT_EQ(norm("/a/b/../../c"), "/c");
+    EXPECT_EQ(norm("/"), "/");
+    EXPECT_EQ(norm("/.."), "400: '..' above the root of the path");
+    EXPECT_EQ(norm("/a/../../b"), "400: '..' above the root of the path");
+    EXPECT_EQ(norm("/a%20b/%c3%a9/%25"), "/a%20b/%C3%A9/%25");  // reserved and other bytes stay escaped
+    EXPECT_EQ(norm("/a%2Fb").rfind("400", 0), 0u);
+    EXPECT_EQ(norm("/a%2fb").rfind("400", 0), 0u);
+    EXPECT_EQ(norm("/a%5cb").rfind("400", 0), 0u);
+    EXPECT_EQ(norm("/a\\b").rfind("400", 0), 0u);
+    EXPECT_EQ(norm("/a%zzb").rfind("400", 0), 0u);
+    EXPECT_EQ(norm("/a%4").rfind("400", 0), 0u);
+    EXPECT_EQ(norm("/a#f").rfind("400", 0), 0u);
+    EXPECT_EQ(norm("api/x").rfind("400", 0), 0u);
+    EXPECT_EQ(norm("*"), "*");
+    std::string why;
+    const auto absolute = http::normalize_target("http://API.example:8080//api/./x?q=1", &why);
+    ASSERT_TRUE(absolute);
+    EXPECT_EQ(absolute->authority, "API.example:8080");
+    EXPECT_EQ(absolute->target, "/api/x?q=1");
+    EXPECT_EQ(absolute->path, "/api/x");
+    EXPECT_EQ(http::normalize_target("HTTPS://h?q", &why)->target, "/?q");
+    EXPECT_EQ(http::normalize_target("http://h", &why)->target, "/");
+    EXPECT_FALSE(http::normalize_target("http://user@h/x", &why));
+    EXPECT_FALSE(http::normalize_target("http:///x", &why));
+}
+
+TEST(ProxyHeaders, ForgedVerdictsGo) {
+    bhttp::fields f;
+    f.insert("X-RateLimit-Would-Deny", "false");
+    f.insert("x-ratelimit-would-deny", "true");
+    f.insert("RateLimit-Bypassed", "database-unavailable");
+    f.insert("X-Other", "1");
+    http::remove_gate_verdicts(f);
+    EXPECT_EQ(f.count("X-RateLimit-Would-Deny"), 0u);
+    EXPECT_EQ(f.count("RateLimit-Bypassed"), 0u);
+    EXPECT_EQ(f.count("X-Other"), 1u);
 }
 
 TEST(ProxyHeaders, HopByHopGoesFramingStays) {

@@ -118,8 +118,8 @@ TEST(Plan, KeysAndMissingFields) {
     user.key = "username";
     std::string error;
     user.request_field = gate::request_fields::parse_field_path("$.request.http.headers['X-User'][0]", &error);
-    const ConfiguredLimit g{&global, spec_of(global)};
-    ConfiguredLimit u{&user, spec_of(user)};
+    const ConfiguredLimit g{&global, spec_of(global), {}};
+    ConfiguredLimit u{&user, spec_of(user), {}};
     std::vector<std::string_view> header;
     gate::request_fields::RequestView view;
     view.header_values = [&header](std::string_view, std::vector<std::string_view> &out) {
@@ -157,6 +157,14 @@ TEST(Plan, KeysAndMissingFields) {
     header = {longest};
     EXPECT_TRUE(make_plan({&g, &u}, view, {}).bad_key.empty());
 
+    // Not UTF-8: refused here (400), never sent (the database's 22021 was a limiter failure: a bypass).
+    header = {"\xff\xfe"};
+    EXPECT_EQ(make_plan({&g, &u}, view, {}).bad_key, "username");
+    header = {"\xc3\x28"};
+    EXPECT_EQ(make_plan({&g, &u}, view, {}).bad_key, "username");
+    header = {"caf\xc3\xa9 \xf0\x9f\x98\x80"};
+    EXPECT_TRUE(make_plan({&g, &u}, view, {}).bad_key.empty());
+
     u.spec.storage = gate::config::Storage::memory;
     header = {"bob"};
     MapLimit map;
@@ -169,4 +177,49 @@ TEST(Plan, KeysAndMissingFields) {
     EXPECT_TRUE(plan.limits[1].triple().memory);
     EXPECT_EQ(plan.limits[2].triple().key, "users/bob");
     EXPECT_EQ(plan.limits[2].triple().limit, "gate_map_x");
+}
+
+TEST(Plan, Utf8) {
+    EXPECT_TRUE(valid_utf8(""));
+    EXPECT_TRUE(valid_utf8("plain ascii"));
+    EXPECT_TRUE(valid_utf8("\xc3\xa9"));          // U+00E9
+    EXPECT_TRUE(valid_utf8("\xe2\x82\xac"));      // U+20AC
+    EXPECT_TRUE(valid_utf8("\xf0\x9f\x98\x80"));  // U+1F600
+    EXPECT_TRUE(valid_utf8("\xf4\x8f\xbf\xbf"));  // U+10FFFF
+    EXPECT_FALSE(valid_utf8("\xff"));
+    EXPECT_FALSE(valid_utf8("\xff\xfe"));
+    EXPECT_FALSE(valid_utf8("\x80"));              // a continuation byte first
+    EXPECT_FALSE(valid_utf8("\xc3\x28"));          // a bad continuation
+    EXPECT_FALSE(valid_utf8("\xc3"));              // cut short
+    EXPECT_FALSE(valid_utf8("\xe2\x82"));          // cut short
+    EXPECT_FALSE(valid_utf8("\xc0\xaf"));          // overlong '/'
+    EXPECT_FALSE(valid_utf8("\xe0\x80\xaf"));      // overlong
+    EXPECT_FALSE(valid_utf8("\xf0\x80\x80\xaf"));  // overlong
+    EXPECT_FALSE(valid_utf8("\xed\xa0\x80"));      // a surrogate (U+D800)
+    EXPECT_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+    EXPECT_FALSE(valid_utf8("\xf5\x80\x80\x80"));
+}
+
+TEST(Plan, MonitoringDecidesOnTheTwins) {
+    gate::config::LimitConfig global;
+    global.key = "global";
+    const auto s = spec_of(global);
+    const ConfiguredLimit g{&global, s, monitoring_twin(s)};
+    EXPECT_EQ(g.monitor_spec.name, "gmon_global");
+    EXPECT_EQ(g.monitor_spec.define_params()[1], s.define_params()[1]);  // the same numbers
+    MapLimit map;
+    map.spec = spec("gate_map_x", 2, microseconds(1'000'000));
+    map.monitor_spec = monitoring_twin(map.spec);
+    map.key = "users/bob";
+    const std::vector<MapLimit> answer = {map};
+    gate::request_fields::RequestView view;
+    const Plan enforced = make_plan({&g}, view, answer);
+    ASSERT_EQ(enforced.limits.size(), 2u);
+    EXPECT_EQ(enforced.limits[0].triple().limit, "gate_global");
+    EXPECT_EQ(enforced.limits[1].triple().limit, "gate_map_x");
+    const Plan monitored = make_plan({&g}, view, answer, true);
+    ASSERT_EQ(monitored.limits.size(), 2u);
+    EXPECT_EQ(monitored.limits[0].triple().limit, "gmon_global");
+    EXPECT_EQ(monitored.limits[0].triple().key, "global");
+    EXPECT_EQ(monitored.limits[1].triple().limit, "gmon_map_x");
 }

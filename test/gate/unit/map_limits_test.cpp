@@ -85,3 +85,44 @@ TEST(MapCache, ExpiresAndEvicts) {
     off.store("a", answer, t0);
     EXPECT_EQ(off.find("a", t0), nullptr);
 }
+
+TEST(MapLimits, RefusesKeysTheDatabaseCannotTakeAndTooManyLimits) {
+    // The endpoint's fault: a map failure (failure_mode), not the client's 400.
+    EXPECT_NE(error_of(R"({"limits": [{"key": "k\u0000x", "burst": 5, "window": 1}]})").find("NUL"), std::string::npos);
+    const std::string long_key(1025, 'k');
+    EXPECT_NE(error_of(R"({"limits": [{"key": ")" + long_key + R"(", "burst": 5, "window": 1}]})").find("1024"),
+              std::string::npos);
+    EXPECT_EQ(parse(R"({"limits": [{"key": ")" + long_key.substr(1) + R"(", "burst": 5, "window": 1}]})").size(), 1u);
+    std::string many = R"({"limits": [)";
+    for (std::size_t i = 0; i <= MAX_MAP_LIMITS; ++i)
+        many += std::string(i ? "," : "") + R"({"key": "k", "burst": 5, "window": 1})";
+    EXPECT_NE(error_of(many + "]}").find("more than 32 limits"), std::string::npos);
+    many = R"({"limits": [)";
+    for (std::size_t i = 0; i < MAX_MAP_LIMITS; ++i)
+        many += std::string(i ? "," : "") + R"({"key": "k", "burst": 5, "window": 1})";
+    EXPECT_EQ(parse(many + "]}").size(), MAX_MAP_LIMITS);
+    // A map limit's monitoring twin: the same numbers under gmon_.
+    const auto limits = parse(R"({"limits": [{"key": "k", "burst": 3, "window": 1}]})");
+    EXPECT_EQ(limits[0].monitor_spec.name, "gmon_map_gcra_durable_3_per_1s_throttle_0s");
+    EXPECT_EQ(limits[0].monitor_spec.burst, 3);
+}
+
+TEST(MapCache, VaryAndDefinitionsAreBounded) {
+    MapCache cache(microseconds(1'000'000), 10);
+    EXPECT_TRUE(cache.vary().empty());
+    EXPECT_TRUE(cache.learn_vary({"x-api-key"}));
+    EXPECT_TRUE(cache.learn_vary({"x-api-key", "accept"}));
+    EXPECT_EQ(cache.vary(), (std::vector<std::string>{"accept", "x-api-key"}));
+    std::vector<std::string> lots;
+    for (std::size_t i = 0; i < MAX_VARY_HEADERS; ++i) lots.push_back("h" + std::to_string(i));
+    EXPECT_FALSE(cache.learn_vary(lots));  // would pass the cap: nothing learned
+    EXPECT_EQ(cache.vary().size(), 2u);
+
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < MAX_MAP_DEFINITIONS; ++i) names.push_back("gate_map_" + std::to_string(i));
+    EXPECT_TRUE(cache.admit_definitions({names.begin(), names.begin() + 50}));
+    EXPECT_TRUE(cache.admit_definitions({names.begin() + 40, names.end()}));
+    EXPECT_TRUE(cache.admit_definitions({"gate_map_1", "gate_map_99"}));  // known ones always
+    EXPECT_FALSE(cache.admit_definitions({"gate_map_1", "gate_map_new"}));
+    EXPECT_FALSE(cache.admit_definitions({"gate_map_new"}));
+}
