@@ -206,6 +206,8 @@ run_suite "scale-out attacks: a tenant, a DBA and a careless caller against the 
 # the other unit tests: label unit).
 run_suite "gate: pg_ratelimit_gate with real processes (two gates, JWT, throttling, restarts)" count_cases \
     "$ROOT/test/gate/gate_test.sh" "$ROOT/build/gate/pg_ratelimit_gate"
+run_suite "gate attacks: a hostile client, an operator and a careless one against the gate" count_cases \
+    env GATE_BIN="$ROOT/build/gate/pg_ratelimit_gate" "$ROOT/test/gate/attacks_test.sh"
 
 # pg_upgrade of a cluster using the extension (same major version: Debian has no two in one release).
 run_suite "pg_upgrade with the memory save file carried over" count_cases "$ROOT/test/pg_upgrade.sh"

@@ -74,6 +74,13 @@ def free_port():
         return s.getsockname()[1]
 
 
+# The port of the backend that is down: bound for the whole run and never listening, so that connections
+# to it are refused and no gate or backend started later can be given it (a port merely found free once
+# was, and the "backend down" request then reached a gate: 404 instead of 502).
+DEAD_BACKEND = socket.socket()
+DEAD_BACKEND.bind(("127.0.0.1", 0))
+
+
 def psql(sql):
     out = subprocess.run(["psql", "-X", "-At", "-q", "-v", "ON_ERROR_STOP=1", "-c", sql],
                          capture_output=True, text=True, check=True)
@@ -319,7 +326,7 @@ def main_config(backend, keys, extra_limit=""):
         limits: {limits_of}
 {extra}"""
     urls += f"""  - pattern: '/down'
-    target: http://127.0.0.1:{free_port()}
+    target: http://127.0.0.1:{DEAD_BACKEND.getsockname()[1]}
     plugins:
       ratelimit:
         enabled: true
