@@ -47,8 +47,9 @@ std::vector<std::string> servers_of(const std::string &conninfo, const Options &
     for (std::size_t i = 0; i < count; ++i)
         for (std::size_t j = i + 1; j < count; ++j)
             if (options.partitions[i] == options.partitions[j])
-                throw std::invalid_argument("pg_ratelimit: Options::partitions names the same server twice (partitions " +
-                                            std::to_string(i) + " and " + std::to_string(j) + ")");
+                throw std::invalid_argument(
+                    "pg_ratelimit: Options::partitions names the same server twice (partitions " + std::to_string(i) +
+                    " and " + std::to_string(j) + ")");
     return options.partitions;
 }
 

@@ -25,8 +25,8 @@ std::optional<detail::BatchArgs> batch_args(const std::vector<std::string> &keys
     for (std::size_t i = 0; i < keys.size(); ++i) {
         detail::require_no_nul(keys[i], ("key " + std::to_string(i + 1)).c_str());
         if (keys[i].size() > 1024)
-            throw InvalidArgument("ERROR:  rate limit key is too long\nDETAIL:  Key " + std::to_string(i + 1) +
-                                      " is " + std::to_string(keys[i].size()) + " bytes; the maximum is 1024.\n",
+            throw InvalidArgument("ERROR:  rate limit key is too long\nDETAIL:  Key " + std::to_string(i + 1) + " is " +
+                                      std::to_string(keys[i].size()) + " bytes; the maximum is 1024.\n",
                                   "", "22001");
     }
     if (costs != nullptr)

@@ -6,8 +6,8 @@
 //   PG_RATELIMIT_DOWN         set while partition 0 is stopped (the OnePartitionDown tests only)
 // The limits are defined through the proxy (rate_limit_define runs on every partition): exact (50 per day),
 // spread (1,000,000 per day), mem (5 per day, memory), hot (40 per day, 4 shards).
-#include <cmath>
 #include <gtest/gtest.h>
+#include <cmath>
 
 #include <atomic>
 #include <cstdlib>
