@@ -5,15 +5,12 @@
 #include <cctype>
 #include <string>
 
+#include "request_fields/query.hpp"
+
 namespace gate::http {
 namespace {
 
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
+using request_fields::hex_value;
 
 bool unreserved(unsigned char c) { return std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~'; }
 

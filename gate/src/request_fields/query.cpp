@@ -1,16 +1,12 @@
 #include "request_fields/query.hpp"
 
 namespace gate::request_fields {
-namespace {
-
 int hex_value(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
 }
-
-}  // namespace
 
 std::string_view target_path(std::string_view target) { return target.substr(0, target.find('?')); }
 

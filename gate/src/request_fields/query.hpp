@@ -18,4 +18,7 @@ std::optional<std::string> find_query_parameter(std::string_view target, std::st
 // %XX and '+' decoded; an invalid escape is kept as written.
 std::string percent_decode(std::string_view text);
 
+// The value of one hexadecimal digit of a %XX escape; -1 if c is none.
+int hex_value(char c);
+
 }  // namespace gate::request_fields
