@@ -9,26 +9,30 @@
 # definition denies like a new session does.
 source "$(dirname "$0")/lib.sh"
 setup_review
-log=$(mktemp)
+tmp=$(mktemp -d)
+log=$tmp/log
 
 q -c "SELECT rate_limit_define('api', 1000, '1 hour')" >/dev/null
-psql -X -q -At -d "$REVIEW_DB" >"$log" 2>&1 <<'SQL' &
+# The session waits for the script between its calls (files, not sleeps: a slow machine cannot reorder them).
+psql -X -q -At -d "$REVIEW_DB" >"$log" 2>&1 <<SQL &
 SET pg_ratelimit.fake_now = '2026-01-01 00:00:00+00';
 SELECT 'cached', allowed, remaining FROM rate_limit_request('k', 'api');
-SELECT pg_sleep(4);
+\\! touch $tmp/cached
+$(until_file "$tmp/updated")
 SELECT 'old session', allowed FROM rate_limit_request('k2', 'api');
 SELECT 'old session', allowed FROM rate_limit_request('k2', 'api');
 SELECT 'old session', allowed FROM rate_limit_request('k2', 'api');
 SQL
 app=$!
-sleep 2
+wait_for_file "$tmp/cached" || echo "the session did not make its first call"
 q -c "SET session_replication_role = replica" -c "UPDATE rate_limit_config SET rate = 1, capacity = 1 WHERE name = 'api'"
+touch "$tmp/updated"
 wait "$app"
 cat "$log"
 q -c "SET pg_ratelimit.fake_now = '2026-01-01 00:00:00+00'" \
   -c "SELECT 'new session', allowed FROM rate_limit_request('k3', 'api')" \
   -c "SELECT 'new session', allowed FROM rate_limit_request('k3', 'api')"
 admitted=$(grep -c '^old session|t$' "$log")
-rm -f "$log"
+rm -rf "$tmp"
 [ "$admitted" -gt 1 ] && reproduced "the old session admitted $admitted requests of a key under a limit of 1 (committed before them)"
 holds "the old session saw the new definition"

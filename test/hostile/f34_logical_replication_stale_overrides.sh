@@ -42,18 +42,22 @@ p -d sub -c "CREATE SUBSCRIPTION tiers CONNECTION 'host=$dir port=5432 dbname=pu
 
 # A pooled session of the subscriber, which has seen that 'api' has no override.
 log=$dir/old_session.log
-p -d sub >"$log" 2>&1 <<'SQL' &
+# It waits for the script between its calls (files, not sleeps: replication on a slow machine can take
+# seconds).
+p -d sub >"$log" 2>&1 <<SQL &
 SELECT 'cached', allowed FROM rate_limit_request('someone', 'api');
-SELECT pg_sleep(6);
+\\! touch $dir/cached
+$(until_file "$dir/replicated")
 SELECT 'old session', count(*) FILTER (WHERE allowed) FROM rate_limit_request_many(array_fill('abuser'::text, ARRAY[20]), 'api');
 SQL
 old=$!
-sleep 2
+wait_for_file "$dir/cached" || echo "the session did not make its first call"
 p -d pub -c "SELECT rate_limit_override('abuser', 'api', 1)" >/dev/null
-for _ in $(seq 1 30); do
+for _ in $(seq 1 300); do
     [ "$(p -d sub -c "SELECT count(*) FROM rate_limit_override")" = 1 ] && break
     sleep 0.2
 done
+touch "$dir/replicated"
 wait "$old"
 cat "$log"
 replicated=$(p -d sub -c "SELECT count(*) FROM rate_limit_override WHERE key = 'abuser'")

@@ -27,14 +27,31 @@ source "$here/lib.sh"
 setup_review
 export PGOPTIONS="-c client_min_messages=error"
 
-# change_after_writer ISOLATION CHANGE: the outcome of CHANGE, run at ISOLATION while a writer holds 'k'
+# The changes run with pg_ratelimit.lock_wait = 10 s: what is checked is how a change ends once the writer
+# it waited for commits (40001 or not), not the bound on its wait (55P03 beyond 1 s, f97), which a slow
+# machine could reach.
+change_options="$PGOPTIONS -c pg_ratelimit.lock_wait=10s"
+
+# change_after_writer ISOLATION CHANGE: the outcome of CHANGE, run at ISOLATION while a writer holds 'k'.
+# The writer commits once the change waits for it (files and pg_stat_activity, not sleeps).
 change_after_writer() {
+    local out tmp
+    tmp=$(mktemp -d)
     q -c "SELECT rate_limit_define('api', 100, '1 hour')" -c "SELECT (rate_limit_request('k', 'api')).allowed" >/dev/null || exit 2
-    q -c "BEGIN" -c "SELECT (rate_limit_request('k', 'api')).allowed" -c "SELECT pg_sleep(0.5)" -c "COMMIT" >/dev/null &
-    sleep 0.2
-    local out
-    out=$(q_any -v VERBOSITY=sqlstate -c "BEGIN ISOLATION LEVEL $1" -c "$2" -c "COMMIT" | grep -o 'ERROR: *[0-9A-Z]*' | tr -s ' ')
+    q -c "BEGIN" -c "SELECT (rate_limit_request('k', 'api')).allowed" -c "\\! touch $tmp/held" -c "$(until_file "$tmp/go")" \
+      -c "COMMIT" >/dev/null &
+    wait_for_file "$tmp/held" || { touch "$tmp/go"; echo "the writer did not take k" >&2; exit 2; }
+    PGOPTIONS=$change_options q_any -v VERBOSITY=sqlstate -c "BEGIN ISOLATION LEVEL $1" -c "$2" -c "COMMIT" >"$tmp/change" 2>&1 &
+    local change=$! i
+    for i in $(seq 1 600); do  # until the change waits (or has ended without waiting), 30 s at most
+        kill -0 "$change" 2>/dev/null || break
+        [ "$(q -c "SELECT count(*) > 0 FROM pg_stat_activity WHERE datname = '$REVIEW_DB' AND wait_event_type = 'Lock'")" = t ] && break
+        sleep 0.05
+    done
+    touch "$tmp/go"
     wait
+    out=$(grep -o 'ERROR: *[0-9A-Z]*' "$tmp/change" | tr -s ' ')
+    rm -rf "$tmp"
     q -c "SELECT rate_limit_drop('api')" >/dev/null 2>&1
     echo "${out:-ok}"
 }
@@ -64,7 +81,7 @@ under_load() {  # under_load CHANGE (with %s for an alternating value) A B: "suc
         i=$((i + 1))
         if [ $((i % 2)) = 0 ]; then value=$2; else value=$3; fi
         # shellcheck disable=SC2059
-        if q -c "BEGIN ISOLATION LEVEL SERIALIZABLE" -c "$(printf "$1" "$value")" -c "COMMIT" >/dev/null 2>&1
+        if PGOPTIONS=$change_options q -c "BEGIN ISOLATION LEVEL SERIALIZABLE" -c "$(printf "$1" "$value")" -c "COMMIT" >/dev/null 2>&1
         then ok=$((ok + 1)); else failed=$((failed + 1)); fi
         sleep 0.2
     done

@@ -161,20 +161,23 @@ check "shape changes handled or 55000" "$expected" "$(grep '^[A-Z]' <<<"$got" | 
 check "VACUUM FULL handled" "vacuum full|t" "$(grep '^vacuum full' <<<"$got")"
 check "no crash during shape changes" "$before" "$(crash_count)"
 
-# 9. DROP EXTENSION / CREATE EXTENSION in another schema under a session that used the old one.
-log=$(mktemp)
-psql -X -q -At -d "$REVIEW_DB" >"$log" 2>&1 <<'SQL' &
+# 9. DROP EXTENSION / CREATE EXTENSION in another schema under a session that used the old one. The
+#    session waits for the script between its calls (files, not sleeps: a slow machine cannot reorder them).
+tmp=$(mktemp -d)
+psql -X -q -At -d "$REVIEW_DB" >"$tmp/log" 2>&1 <<SQL &
 SELECT 'before', allowed FROM rate_limit_request('x');
-SELECT pg_sleep(3);
+\\! touch $tmp/used
+$(until_file "$tmp/recreated")
 SELECT 'after', allowed FROM other.rate_limit_request('x');
 SELECT 'after', other.rate_limit_cleanup() >= 0;
 SQL
 bg=$!
-sleep 1.5
+wait_for_file "$tmp/used" || echo "the session did not make its first call"
 q -c "DROP EXTENSION pg_ratelimit" -c "CREATE SCHEMA other" -c "CREATE EXTENSION pg_ratelimit SCHEMA other"
+touch "$tmp/recreated"
 wait "$bg"
-check "extension re-created in another schema mid-session" "$(printf 'before|t\nafter|t\nafter|t')" "$(grep -v '^$' "$log")"
-rm -f "$log"
+check "extension re-created in another schema mid-session" "$(printf 'before|t\nafter|t\nafter|t')" "$(grep -v '^$' "$tmp/log")"
+rm -rf "$tmp"
 
 [ "$failures" -eq 0 ] && holds "every attack above held"
 reproduced "$failures of the attacks above no longer hold"

@@ -14,6 +14,7 @@ cd "$here" || exit 1
 scripts=("$@")
 [ ${#scripts[@]} -eq 0 ] && scripts=(f*.sh held_attacks*.sh)
 results=()
+failed=()
 status=0
 for script in "${scripts[@]}"; do
     log "$script"
@@ -21,11 +22,18 @@ for script in "${scripts[@]}"; do
     rc=$?
     echo "$output"
     results+=("$(printf '%-44s %s' "$(basename "$script")" "$(tail -n 1 <<<"$output")")")
-    [ $rc -ne 0 ] && status=1
+    if [ $rc -ne 0 ]; then
+        status=1
+        failed+=("--- $(basename "$script") failed; its FAILED/REPRODUCED lines and last line:"
+                 "$(grep -E 'FAILED|REPRODUCED|ERROR' <<<"$output" | tail -n 4)"
+                 "$(tail -n 1 <<<"$output")")
+    fi
 done
 echo; printf '%s\n' "${results[@]}"
 crashes=$(grep -c 'terminated by signal' "$SERVER_LOG")
 echo "crashes in the server log: $crashes"
 [ "$crashes" -eq 0 ] || status=1
 echo "cases: ${#scripts[@]}"
+# The scripts that failed again, last, so that a report showing only the end of this output names them.
+[ ${#failed[@]} -eq 0 ] || printf '%s\n' "${failed[@]}"
 exit $status
