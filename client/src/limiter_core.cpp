@@ -15,6 +15,48 @@
 namespace pg_ratelimit::detail {
 namespace {
 
+// Whether the server keeps a key's UTF-8 bytes as sent under this client_encoding (the pooled connections'
+// UTF8, or SQL_ASCII: no conversion).
+bool keeps_utf8(const std::string &client_encoding) {
+    return client_encoding == "UTF8" || client_encoding == "SQL_ASCII";
+}
+
+bool ascii(const std::string &text) {
+    for (const char c : text)
+        if (static_cast<unsigned char>(c) >= 0x80) return false;
+    return true;
+}
+
+// In a transaction of the caller's: a LATIN1 connection would turn a UTF-8 key's bytes into other
+// characters, another key than the pooled calls and SQL callers decide (only non-ASCII keys differ).
+void require_utf8_keys(compat::Connection &connection, const std::vector<std::string> &keys, const char *what) {
+    for (const std::string &key : keys) {
+        if (ascii(key)) continue;
+        const std::string encoding = connection.get_client_encoding();
+        if (keeps_utf8(encoding)) return;
+        std::string text = "ERROR:  pg_ratelimit: ";
+        text += what;
+        text += " got a key that is not ASCII (\"" + key + "\") on a connection whose client_encoding is ";
+        text += encoding;
+        text +=
+            "\nHINT:  Keys are UTF-8: open the connection with client_encoding=UTF8, as the Limiter's own "
+            "connections are.\n";
+        throw InvalidArgument(text, "", "22021");
+    }
+}
+
+// With partitions, a partition's database must store the key's UTF-8 bytes as sent, so that PL/Proxy's
+// hashtext(key) there hashes the bytes the client hashes (partition_of); a LATIN1 one would not.
+void require_utf8_partition(pqxx::connection &connection, std::size_t partition) {
+    pqxx::nontransaction tx{connection};
+    const std::string encoding = compat::exec1(tx, "SHOW server_encoding")[0].c_str();
+    if (!keeps_utf8(encoding))
+        throw WrongPartition("pg_ratelimit: partition " + std::to_string(partition) + "'s database encoding is " +
+                             encoding +
+                             ": routing needs UTF8 (or SQL_ASCII) databases, so that the client and PL/Proxy hash "
+                             "the same bytes of a key");
+}
+
 // What a call asked for (InDoubt::requests()), with the cost it was given: settle's is the actual one,
 // reset has none.
 std::vector<LimitRequest> requests_of(Call call, const CallArgs &args) {
@@ -73,7 +115,11 @@ LimiterCore::LimiterCore(const std::string &conninfo, Options options)
     for (std::size_t partition = 0; partition < servers.size(); ++partition)
         pools_.push_back(std::make_unique<Pool>(
             servers[partition], options_.pool_size, options_.acquire_timeout,
-            [this, partition](pqxx::connection &connection) {
+            [this, partition, partitions = servers.size()](pqxx::connection &connection) {
+                // Keys are UTF-8 bytes: another client_encoding (conninfo's, PGCLIENTENCODING) would have
+                // the server convert them into other characters, another key than SQL callers name.
+                connection.set_client_encoding("UTF8");
+                if (partitions > 1) require_utf8_partition(connection, partition);
                 // The session default, so that BEGIN alone starts a transaction at the configured level.
                 pqxx::nontransaction setup{connection};
                 compat::exec0(setup, std::string("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL ") +
@@ -99,8 +145,9 @@ LimiterCore::LimiterCore(const std::string &conninfo, Options options)
 
 std::size_t LimiterCore::partition_of(const std::string &key) const { return detail::partition_of(key, pools_.size()); }
 
-void LimiterCore::require_partition(pqxx::transaction_base &tx, const std::vector<std::string> &keys,
-                                    const char *what) const {
+void LimiterCore::require_connection(pqxx::transaction_base &tx, const std::vector<std::string> &keys,
+                                     const char *what) const {
+    require_utf8_keys(tx.conn(), keys, what);
     if (pools_.size() == 1 || keys.empty()) return;
     const std::size_t partition = partition_of(keys[0]);
     for (const std::string &key : keys)
@@ -138,7 +185,7 @@ Decision LimiterCore::pooled(Call call, const CallArgs &args) {
 }
 
 Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, const CallArgs &args) {
-    require_partition(tx, {args.key}, function_name(call));
+    require_connection(tx, {args.key}, function_name(call));
     Decision decision = statements_.run_unprepared(tx, call, args);
     // On a miss, the policy is read in the caller's transaction, the only connection this thread may
     // use without waiting for the pool (a pooled connection could be busy behind a row lock tx holds), and
@@ -165,7 +212,7 @@ std::vector<Decision> LimiterCore::pooled_many(const BatchArgs &args, std::size_
 }
 
 std::vector<Decision> LimiterCore::in_transaction_many(pqxx::transaction_base &tx, const BatchArgs &args) {
-    require_partition(tx, args.keys, "rate_limit_request_many in a transaction");
+    require_connection(tx, args.keys, "rate_limit_request_many in a transaction");
     std::vector<Decision> decisions = statements_.run_many_unprepared(tx, args);
     const std::string scope = database_scope(tx.conn());
     for (std::size_t i = 0; i < decisions.size(); ++i)
@@ -212,7 +259,7 @@ AllDecision LimiterCore::pooled_all(const AllArgs &args) {
 }
 
 AllDecision LimiterCore::in_transaction_all(pqxx::transaction_base &tx, const AllArgs &args) {
-    require_partition(tx, keys_of(args.requests), "rate_limit_request_all");
+    require_connection(tx, keys_of(args.requests), "rate_limit_request_all");
     AllDecision all = statements_.run_all_unprepared(tx, args);
     const std::string scope = database_scope(tx.conn());
     for (std::size_t i = 0; i < all.decisions.size(); ++i) {

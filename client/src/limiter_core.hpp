@@ -29,10 +29,12 @@ class LimiterCore {
     std::size_t partitions() const { return pools_.size(); }
     std::size_t partition_of(const std::string &key) const;
 
-    // Throws WrongPartition unless tx's connection is to the partition of every key (with partitions): an
-    // in-transaction call runs on the caller's connection, which must be the keys' server. `what` names
-    // the call.
-    void require_partition(pqxx::transaction_base &tx, const std::vector<std::string> &keys, const char *what) const;
+    // An in-transaction call runs on the caller's connection, which must name the same keys as the pooled
+    // calls: throws InvalidArgument (22021) when a key is not ASCII and the connection's client_encoding
+    // would have the server convert its UTF-8 bytes into other characters (neither UTF8 nor SQL_ASCII), and
+    // WrongPartition unless the connection is to the partition of every key (with partitions). `what`
+    // names the call.
+    void require_connection(pqxx::transaction_base &tx, const std::vector<std::string> &keys, const char *what) const;
 
     // A call in a short transaction of its own on a pooled connection of its key's partition, retried per
     // options().retry.
@@ -71,7 +73,7 @@ class LimiterCore {
     PolicyCache policies_;
     // Last: their constructors open a connection, which needs statements_ and options_. One per partition.
     std::vector<std::unique_ptr<Pool>> pools_;
-    // The database each partition's connections reach (database_scope.hpp), for require_partition: set by
+    // The database each partition's connections reach (database_scope.hpp), for require_connection: set by
     // the partition's first connection (empty until one opened: a partition down when the Limiter was made).
     mutable std::mutex scopes_mutex_;
     std::vector<std::string> scopes_;

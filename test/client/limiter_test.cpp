@@ -147,6 +147,38 @@ TEST_F(LimiterTest, BadInputRaisesTypedErrorsWithTheServersSqlstate) {
     EXPECT_EQ(limiter->stats().retries, 0u);  // bad input is never retried
 }
 
+// A Limiter whose conninfo asks for LATIN1 still sends its keys as UTF-8: the key a SQL caller names with
+// the same characters (here "\u00e9"), not the two LATIN1 characters its bytes would be converted from.
+TEST_F(LimiterTest, KeysAreUtf8WhateverTheConninfosClientEncoding) {
+    pr::Limiter latin1{test_support::conninfo() + " client_encoding=LATIN1", pr::Options{1}};
+    const std::string accented = key + "-\xc3\xa9";
+    test_support::exec("SELECT rate_limit_request('" + accented + "', '" + limit + "', 3)");
+    EXPECT_FALSE(latin1.check(accented, limit).allowed);
+    EXPECT_EQ(test_support::units_left(latin1, accented, limit), 0);
+}
+
+// An in-transaction call uses the caller's connection as it is: on a LATIN1 one a key that is not ASCII would
+// name another key than the pooled calls', so it is refused (22021) before anything is sent; ASCII keys are
+// the same bytes in every encoding.
+TEST_F(LimiterTest, InTransactionKeyThatIsNotAsciiNeedsAUtf8Connection) {
+    pqxx::connection latin1{test_support::conninfo() + " client_encoding=LATIN1"};
+    const std::string accented = key + "-\xc3\xa9";
+    {
+        pqxx::work tx{latin1};
+        try {
+            (void)limiter->request(tx, accented, limit);
+            ADD_FAILURE() << "no exception";
+        } catch (const pr::InvalidArgument &error) {
+            EXPECT_EQ(error.sqlstate(), "22021");
+            EXPECT_NE(error.message().find("client_encoding is LATIN1"), std::string::npos) << error.message();
+        }
+        EXPECT_TRUE(limiter->request(tx, key, limit).allowed);  // nothing was sent: the transaction goes on
+        tx.commit();
+    }
+    EXPECT_EQ(test_support::units_left(*limiter, accented, limit), 3);
+    EXPECT_EQ(test_support::units_left(*limiter, key, limit), 2);
+}
+
 TEST_F(LimiterTest, InTransactionBadInputIsTypedToo) {
     auto conn = test_support::connect();
     pqxx::work tx{*conn};

@@ -138,8 +138,9 @@ def start(cmd, log_name, env=None):
 
 
 class Gate:
-    def __init__(self, config, name):
+    def __init__(self, config, name, env=None):
         self.port, self.admin = free_port(), free_port()
+        self.env = env
         self.url = f"http://127.0.0.1:{self.port}"
         self.admin_url = f"http://127.0.0.1:{self.admin}"
         self.name, self.config = name, config
@@ -148,7 +149,7 @@ class Gate:
 
     def start(self):
         self.proc = start([BIN, "--config", self.config, "--listen", f"127.0.0.1:{self.port}",
-                           "--admin-listen", f"127.0.0.1:{self.admin}"], self.name + ".log")
+                           "--admin-listen", f"127.0.0.1:{self.admin}"], self.name + ".log", self.env)
         deadline = time.time() + 20
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -430,6 +431,8 @@ def test_config(backend, keys):
         # A block scalar's line is that of its '|', the line before its text.
         ("a bad public key", good.replace("-----BEGIN PUBLIC KEY-----", "-----BEGIN PUBLIK KEY-----", 1), -1,
          "public key: not a PEM public key"),
+        ("a conninfo libpq cannot parse (a bare word)", good.replace(CONNINFO, "appdb"), 0,
+         'conninfo: missing "=" after "appdb"'),
         ("a YAML syntax error", good.replace("    type: ratelimit\n", "    type: [ratelimit\n"), None,
          "YAML syntax error"),
     ]
@@ -457,6 +460,14 @@ def test_config(backend, keys):
     check("config: a schema without the extension stops the gate (exit 1, the server's error)",
           out.returncode == 1 and "cannot define limit gate_global" in out.stderr
           and "does not exist" in out.stderr, out.stderr)
+    # A LATIN1 database cannot keep every UTF-8 key as sent (22P05 in a batch, PL/Proxy hashing other bytes).
+    psql("DROP DATABASE IF EXISTS gate_latin1")
+    psql("CREATE DATABASE gate_latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+    out = subprocess.run([BIN, "--config", write("latin1.yaml", good.replace(CONNINFO, CONNINFO.replace(
+        "dbname=postgres", "dbname=gate_latin1")))], capture_output=True, text=True, timeout=20)
+    psql("DROP DATABASE gate_latin1")
+    check("config: a LATIN1 database stops the gate (exit 1: it needs UTF8 or SQL_ASCII)",
+          out.returncode == 1 and "the database's encoding is LATIN1" in out.stderr, out.stderr)
 
 
 def test_defined(gate):
@@ -561,6 +572,8 @@ def test_fields(gate, keys):
     now = int(time.time())
     cases = [
         ("header", "/f/header", ["-H", "X-User-Id: alice"], ["-H", "X-User-Id: bob"], "alice"),
+        # Not ASCII, through a gate whose environment asks for LATIN1: the key SQL callers name "\u00e5lice".
+        ("header in UTF-8", "/f/header", ["-H", "X-User-Id: \u00e5lice"], None, "\u00e5lice"),
         ("cookie", "/f/cookie", ["-b", "session=s1; other=x"], ["-b", "session=s2"], "s1"),
         ("query", "/f/query?api_key=k%201&x=1", [], None, "k 1"),
         ("path", "/f/path/one", [], None, "/f/path/one"),
@@ -576,8 +589,8 @@ def test_fields(gate, keys):
                                                                                  keys["ec"][0], "ES256")], None,
          "es-user"),
     ]
-    limit_of = {"header": "f_header", "cookie": "f_cookie", "query": "f_query", "path": "f_path", "method": "f_method",
-                "host": "f_host", "client ip": "f_ip"}
+    limit_of = {"header": "f_header", "header in UTF-8": "f_header", "cookie": "f_cookie", "query": "f_query",
+                "path": "f_path", "method": "f_method", "host": "f_host", "client ip": "f_ip"}
     for kind, path, args, other, key in cases:
         statuses = [curl(gate.url + path, *args).status for _ in range(3)]
         limit = "gate_" + limit_of.get(kind, "f_jwt")
@@ -919,7 +932,8 @@ def main():
     gates = []
     try:
         steps = [("config", lambda: test_config(backend, keys))]
-        gate1 = Gate(config, "gate1").start()
+        # gate1 runs with PGCLIENTENCODING=LATIN1: its keys must still reach the server as UTF-8 (test_fields).
+        gate1 = Gate(config, "gate1", dict(os.environ, PGCLIENTENCODING="LATIN1")).start()
         gate2 = Gate(config, "gate2").start()  # the same file: --listen and --admin-listen tell them apart
         gate3 = Gate(write("map.yaml", map_config(backend)), "gate3").start()
         gates += [gate1, gate2, gate3]

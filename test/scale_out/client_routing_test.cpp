@@ -54,7 +54,7 @@ pg_ratelimit::Limiter routed() {
 std::string key_on(std::size_t partition, const std::string &stem) {
     const std::size_t count = partitions().size();
     for (int i = 0;; ++i) {
-        const std::string key = stem + std::to_string(i);
+        std::string key = stem + std::to_string(i);
         if (pg_ratelimit::detail::partition_of(key, count) == partition) return key;
     }
 }
@@ -123,6 +123,7 @@ TEST(Routing, EightClientsOnOneKeyAdmitExactlyTheAllowance) {
     pg_ratelimit::Limiter limiter = routed();
     std::atomic<int> admitted{0};
     std::vector<std::thread> clients;
+    clients.reserve(8);
     for (int c = 0; c < 8; ++c)
         clients.emplace_back([&] {
             for (int i = 0; i < 20; ++i)
@@ -236,6 +237,31 @@ TEST(Routing, BadPartitionListsAreRefused) {
     twice.partitions = partitions();
     twice.partitions.back() = twice.partitions.front();
     EXPECT_THROW(pg_ratelimit::Limiter("", twice), std::invalid_argument);
+}
+
+// A partition whose database is neither UTF8 nor SQL_ASCII (here LATIN1) stores a key converted, and
+// PL/Proxy's hashtext(key) there hashes other bytes than the client's partition_of: refused when the
+// Limiter connects to it.
+TEST(Routing, APartitionThatIsNotUtf8IsRefused) {
+    pqxx::connection admin{partitions()[1]};
+    {
+        pqxx::nontransaction tx{admin};
+        compat::exec0(tx, "DROP DATABASE IF EXISTS routing_latin1");
+        compat::exec0(tx,
+                      "CREATE DATABASE routing_latin1 ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' "
+                      "TEMPLATE template0");
+    }
+    pg_ratelimit::Options options;
+    options.partitions = {partitions()[0], partitions()[1] + " dbname=routing_latin1"};
+    try {
+        pg_ratelimit::Limiter limiter{"", options};
+        ADD_FAILURE() << "a LATIN1 partition was accepted";
+    } catch (const pg_ratelimit::WrongPartition &error) {
+        EXPECT_NE(std::string(error.what()).find("partition 1's database encoding is LATIN1"), std::string::npos)
+            << error.what();
+    }
+    pqxx::nontransaction tx{admin};
+    compat::exec0(tx, "DROP DATABASE routing_latin1");
 }
 
 // A bad cost or key anywhere in a batch is refused before the first partition decides: nothing consumed on

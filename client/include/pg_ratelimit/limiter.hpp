@@ -52,8 +52,10 @@ struct Options {
     // key, hashtext(key) & (N - 1) over the key's bytes, as PL/Proxy's proxy (proxy/pg_ratelimit_proxy.sql)
     // routes it, on a pool of its own (pool_size connections at most per partition). request_many splits its
     // keys by partition and puts the decisions back in the order given; request_all and the in-transaction
-    // calls need one partition (WrongPartition otherwise). Empty: the one server of the Limiter's
-    // conninfo; with partitions that conninfo must be empty.
+    // calls need one partition (WrongPartition otherwise). Each partition's database must be UTF8 (or
+    // SQL_ASCII), so that hashtext there hashes the bytes the client hashes: another encoding is refused
+    // (WrongPartition) when its first connection is made. Empty: the one server of the Limiter's conninfo;
+    // with partitions that conninfo must be empty.
     std::vector<std::string> partitions{};
 };
 
@@ -111,7 +113,12 @@ class Limiter {
     // conninfo: a libpq connection string ("" uses the PG* environment variables). Opens the first
     // pooled connection and prepares the statements on it, so a bad conninfo or a database without
     // the extension, or with it in a schema the client does not look in, fails here
-    // (pqxx::broken_connection, ExtensionMissing).
+    // (pqxx::broken_connection, ExtensionMissing). Keys, limit names and schema are UTF-8: the pooled
+    // connections use client_encoding UTF8 whatever conninfo or PGCLIENTENCODING say, so that a key is the
+    // same key for SQL callers and the same partition as PL/Proxy's. The in-transaction calls use tx's
+    // connection as it is, and refuse a key that is not ASCII (InvalidArgument, 22021, nothing sent) when
+    // its client_encoding is neither UTF8 nor SQL_ASCII: the server would convert the key's bytes into
+    // other characters (put client_encoding=UTF8 in that connection's conninfo).
     explicit Limiter(const std::string &conninfo, Options options = Options{});
     ~Limiter();
     Limiter(Limiter &&) noexcept;

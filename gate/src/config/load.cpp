@@ -1,5 +1,7 @@
 #include "config/load.hpp"
 
+#include <libpq-fe.h>
+
 #include <algorithm>
 #include <cctype>
 
@@ -178,6 +180,17 @@ class Loader {
         const auto conninfo = node["conninfo"];
         if (!conninfo) yaml_.fail(node, "the limiter needs a conninfo (\"host=/run/postgresql dbname=app\")");
         out.conninfo = yaml_.scalar(conninfo, "conninfo");
+        // libpq's own parser: a typo is a configuration error now, not a failed connection at every attempt
+        // (and a bare word, which the connection's params form would take as a database name, is refused).
+        char *error = nullptr;
+        PQconninfoOption *parsed = PQconninfoParse(out.conninfo.c_str(), &error);
+        if (parsed == nullptr) {
+            std::string why = error != nullptr ? error : "out of memory";
+            PQfreemem(error);
+            while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+            yaml_.fail(conninfo, "conninfo: " + why);
+        }
+        PQconninfoFree(parsed);
         if (const auto n = node["pool_size"]) out.pool_size = static_cast<int>(yaml_.integer(n, "pool_size", 1, 256));
         if (const auto n = node["schema"]) {
             out.schema = yaml_.scalar(n, "schema");

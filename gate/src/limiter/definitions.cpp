@@ -9,6 +9,7 @@
 
 #include "config/duration.hpp"
 #include "limiter/statements.hpp"
+#include "limiter/utf8_connect.hpp"
 
 namespace gate::limiter {
 
@@ -62,15 +63,17 @@ LimitSpec monitoring_twin(const LimitSpec &spec) {
 
 void define_limits_blocking(const std::string &conninfo, const std::string &schema,
                             const std::vector<LimitSpec> &specs) {
-    const std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(conninfo.c_str()), &PQfinish);
+    const std::unique_ptr<PGconn, decltype(&PQfinish)> conn(connect_utf8(conninfo, Connect::blocking), &PQfinish);
     if (PQstatus(conn.get()) != CONNECTION_OK) {
         throw DefineError(std::string("cannot connect: ") + PQerrorMessage(conn.get()), true);
     }
+    if (const auto why = unsuitable_encoding(conn.get())) throw DefineError(*why, false);
     const std::string sql = define_sql(schema);
     const std::string stored_sql = stored_differs_sql(schema);
     for (const auto &spec : specs) {
         const auto params = spec.define_params();
         std::vector<const char *> values;
+        values.reserve(params.size());
         for (const auto &p : params) values.push_back(p.c_str());
         // Another gate (or an operator) may enforce this limit with other numbers: this gate's file wins
         // (rate_limit_define below), for every gate on this database. Said loudly, naming both.
@@ -98,7 +101,7 @@ void define_limits_blocking(const std::string &conninfo, const std::string &sche
     }
 }
 
-Definitions::Definitions(Pool &pool, std::string schema, std::chrono::microseconds timeout)
+Definitions::Definitions(Pool &pool, const std::string &schema, std::chrono::microseconds timeout)
     : pool_(pool), sql_(define_sql(schema)), timeout_(timeout) {}
 
 void Definitions::assume_defined(const std::vector<LimitSpec> &specs) {
@@ -128,7 +131,7 @@ void Definitions::ensure(const std::vector<const LimitSpec *> &specs, std::funct
     auto join = std::make_shared<Join>(Join{missing.size(), "", std::move(done)});
     for (const LimitSpec *spec : missing) {
         Entry &entry = entries_[spec->name];
-        entry.waiters.push_back([join](const std::string &error) {
+        entry.waiters.emplace_back([join](const std::string &error) {
             if (join->error.empty()) join->error = error;
             if (--join->left == 0) join->done(join->error);
         });

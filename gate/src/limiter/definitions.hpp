@@ -31,7 +31,7 @@ void define_limits_blocking(const std::string &conninfo, const std::string &sche
 
 class Definitions {
   public:
-    Definitions(Pool &pool, std::string schema, std::chrono::microseconds timeout);
+    Definitions(Pool &pool, const std::string &schema, std::chrono::microseconds timeout);
 
     // Marks the limits of the file as defined (define_limits_blocking succeeded).
     void assume_defined(const std::vector<LimitSpec> &specs);

@@ -3,6 +3,8 @@
 #include <boost/asio/post.hpp>
 #include <cstring>
 
+#include "limiter/utf8_connect.hpp"
+
 namespace gate::limiter {
 
 namespace asio = boost::asio;
@@ -48,7 +50,7 @@ std::chrono::steady_clock::time_point PgConnection::oldest_deadline() const {
 void PgConnection::connect() {
     if (state_ != State::closed) return;
     ++generation_;
-    conn_ = PQconnectStart(settings_.conninfo.c_str());
+    conn_ = connect_utf8(settings_.conninfo, Connect::nonblocking);
     if (conn_ == nullptr || PQstatus(conn_) == CONNECTION_BAD) {
         const std::string why = conn_ == nullptr ? "out of memory" : trimmed(PQerrorMessage(conn_));
         // Reported after connect() returns, so that the pool never sees a connection break inside its own call.
@@ -104,6 +106,10 @@ void PgConnection::poll_connect(PostgresPollingStatusType status) {
 void PgConnection::on_connected() {
     connect_timer_.cancel();
     attach_socket();
+    if (const auto why = unsuitable_encoding(conn_)) {
+        close(DbFailure::not_sent, *why);
+        return;
+    }
     if (PQsetnonblocking(conn_, 1) != 0 || (settings_.pipeline && PQenterPipelineMode(conn_) != 1)) {
         close(DbFailure::not_sent, "cannot enter non-blocking or pipeline mode: " + trimmed(PQerrorMessage(conn_)));
         return;
@@ -300,11 +306,12 @@ DbOutcome PgConnection::outcome_of(InFlight &entry) {
     return out;
 }
 
-void PgConnection::deliver(std::vector<std::pair<std::unique_ptr<DbCall>, DbOutcome>> completed) {
+void PgConnection::deliver(std::vector<std::pair<std::unique_ptr<DbCall>, DbOutcome>> &&completed) {
     // Outside process_results' loop: a callback may send the next call, on this connection or another, or
     // close this one (the caller checks conn_ afterwards). Held alive meanwhile by `self`.
     const auto self = shared_from_this();
-    for (auto &[call, outcome] : completed) {
+    auto calls = std::move(completed);  // and ended here, as their callbacks' captures
+    for (auto &[call, outcome] : calls) {
         if (call->done) call->done(std::move(outcome));
     }
     events_.on_capacity(*this);

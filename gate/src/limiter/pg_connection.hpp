@@ -81,7 +81,7 @@ class PgConnection : public std::enable_shared_from_this<PgConnection> {
     void on_readable();
     void process_results();
     DbOutcome outcome_of(InFlight &entry);
-    void deliver(std::vector<std::pair<std::unique_ptr<DbCall>, DbOutcome>> completed);
+    void deliver(std::vector<std::pair<std::unique_ptr<DbCall>, DbOutcome>> &&completed);
 
     boost::asio::io_context &io_;
     const ConnectionSettings &settings_;
