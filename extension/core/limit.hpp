@@ -77,19 +77,13 @@ struct Calendar {
     const TimeZone *zone = nullptr;
 };
 
+// The fields are ordered by size (8-byte ones first), so that the struct has no padding.
 struct Limit {
-    Algorithm algorithm = Algorithm::token_bucket;
     double rate = 0;          // units added per period
     Micros period = 0;        // > 0
     double capacity = 0;      // the most that can accumulate; > 0
     double max_reserved = 0;  // deepest debt a reservation may create; +infinity: up to MAX_UNITS
-    bool has_start = false;   // fixed and sliding windows only: windows start at start + k * period
-    Micros start = 0;
-    // Hot-key shards (core/shards.hpp): each key's allowance is split over this many rows, each a limit of
-    // its own with rate, capacity and max_reserved divided by the count. The decisions below are made per
-    // shard, with shard_limit(); 1 means no split.
-    int shards = 1;
-    Storage storage = Storage::durable;
+    Micros start = 0;         // with has_start: fixed and sliding windows start at start + k * period
     // Changes whenever the keys' state must start afresh: a new definition, or a redefinition of the
     // algorithm, shards or storage (rate_limit_define draws a new one). Memory state made under another
     // epoch counts as absent, on a standby too, where no trigger can forget it.
@@ -99,6 +93,13 @@ struct Limit {
     // Fixed windows only: calendar days, weeks or months in a time zone instead of the period's grid;
     // period then holds the nominal length (calendar_nominal_period), used only to bound it.
     Calendar calendar{};
+    // Hot-key shards (core/shards.hpp): each key's allowance is split over this many rows, each a limit of
+    // its own with rate, capacity and max_reserved divided by the count. The decisions below are made per
+    // shard, with shard_limit(); 1 means no split.
+    int shards = 1;
+    Algorithm algorithm = Algorithm::token_bucket;
+    Storage storage = Storage::durable;
+    bool has_start = false;  // fixed and sliding windows only: whether start is set
     // Shadow mode: decisions are made and recorded as usual, but a denial is returned as allowed (and
     // flagged Outcome::shadow_denied), consuming nothing; a new limit can be watched before it bites.
     bool shadow = false;

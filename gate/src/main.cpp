@@ -20,9 +20,7 @@ std::string describe(const gate::config::GateConfig &config) {
            (config.ratelimit && config.ratelimit->map_endpoint ? ", a map endpoint" : "");
 }
 
-}  // namespace
-
-int main(int argc, char **argv) {
+int run(int argc, char **argv) {
     CLI::App app{"pg_ratelimit_gate: a reverse proxy whose rate limits live in PostgreSQL (pg_ratelimit)"};
     std::string file;
     std::string listen;
@@ -95,4 +93,19 @@ int main(int argc, char **argv) {
         return EXIT_START;
     }
     return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+    // What run() does not catch itself (an allocation failing while the configuration is read, ...) ends
+    // the gate with a message rather than std::terminate.
+    try {
+        return run(argc, argv);
+    } catch (const std::exception &e) {
+        std::cerr << "pg_ratelimit_gate: " << e.what() << "\n";
+    } catch (...) {
+        std::cerr << "pg_ratelimit_gate: an unknown error\n";
+    }
+    return EXIT_START;
 }

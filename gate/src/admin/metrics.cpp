@@ -29,12 +29,12 @@ std::string label(const std::string &text) {
 }  // namespace
 
 Metrics::Metrics(const config::GateConfig &config) {
-    for (const auto &route : config.routes) routes_.push_back(route.pattern);
-    routes_.push_back("-");
+    for (const auto &route : config.routes) routes_.emplace_back(route.pattern);
+    routes_.emplace_back("-");
     if (config.ratelimit) {
-        for (const auto &limit : config.ratelimit->limits) limits_.push_back(limit.key);
+        for (const auto &limit : config.ratelimit->limits) limits_.emplace_back(limit.key);
     }
-    limits_.push_back("map");
+    limits_.emplace_back("map");
     const std::size_t outcomes = static_cast<std::size_t>(Outcome::count);
     const std::size_t limit_outcomes = static_cast<std::size_t>(LimitOutcome::count);
     requests_ = std::make_unique<Counter[]>(routes_.size() * outcomes);

@@ -8,6 +8,22 @@
 #include <vector>
 
 namespace gate::config {
+namespace {
+
+std::string quoted(const std::string &key) { return "\"" + key + "\""; }
+
+std::string unknown_key(const std::string &key, const std::string &what, std::initializer_list<const char *> allowed) {
+    std::string problem = "unknown key " + quoted(key) + " in " + what + " (expected one of: ";
+    bool first = true;
+    for (const char *name : allowed) {
+        if (!first) problem += ", ";
+        problem += name;
+        first = false;
+    }
+    return problem + ")";
+}
+
+}  // namespace
 
 YAML::Node YamlReader::load() const {
     std::ifstream in(file_);
@@ -33,14 +49,12 @@ void YamlReader::expect_map(const YAML::Node &node, const std::string &what,
         const std::string key = entry.first.Scalar();
         // yaml-cpp keeps the first of two equal keys: the second would be ignored without a word.
         if (std::find(seen.begin(), seen.end(), key) != seen.end())
-            fail(entry.first, "\"" + key + "\" appears twice in " + what);
+            fail(entry.first, quoted(key) + " appears twice in " + what);
         seen.push_back(key);
         bool known = false;
         for (const char *name : allowed) known = known || key == name;
         if (known) continue;
-        std::string list;
-        for (const char *name : allowed) list += (list.empty() ? "" : ", ") + std::string(name);
-        fail(entry.first, "unknown key \"" + key + "\" in " + what + " (expected one of: " + list + ")");
+        fail(entry.first, unknown_key(key, what, allowed));
     }
 }
 

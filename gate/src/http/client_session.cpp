@@ -27,7 +27,7 @@ namespace {
 
 // Bytes a throttled request may have sent ahead (its body, pipelined requests) while the gate watches its
 // connection for a hang-up; beyond that the gate stops reading until the delay ends.
-constexpr std::size_t THROTTLE_READ_AHEAD = 64 * 1024;
+constexpr std::size_t THROTTLE_READ_AHEAD = std::size_t{64} * 1024;
 // Past THROTTLE_READ_AHEAD, how often the connection's state is looked at for a hang-up.
 constexpr std::chrono::milliseconds CLOSED_POLL{100};
 
@@ -315,7 +315,7 @@ void ClientSession::on_reserved(limiter::CallOutcome outcome) {
     if (!outcome.overall.allowed) {
         // Another request took the units between the two calls: give back what was reserved, then deny.
         if (!taken.empty()) {
-            worker_.decider->refund_all(taken, [self = shared_from_this()](limiter::CallOutcome refund) {
+            worker_.decider->refund_all(taken, [self = shared_from_this()](const limiter::CallOutcome &refund) {
                 self->worker_.shared.metrics.refund(refund.status == limiter::CallStatus::decided);
             });
         }
@@ -430,11 +430,12 @@ void ClientSession::client_left_while_throttled() {
     x_.throttled_ms = millis_since(throttle_started_);
     x_.status = 499;  // nginx's "client closed request"
     if (!x_.reserved.empty()) {
-        worker_.decider->refund_all(std::move(x_.reserved), [self = shared_from_this()](limiter::CallOutcome refund) {
-            const bool ok = refund.status == limiter::CallStatus::decided;
-            self->worker_.shared.metrics.refund(ok);
-            if (!ok) self->worker_.log("could not give back a throttled request's reservation: " + refund.error);
-        });
+        worker_.decider->refund_all(
+            std::move(x_.reserved), [self = shared_from_this()](const limiter::CallOutcome &refund) {
+                const bool ok = refund.status == limiter::CallStatus::decided;
+                self->worker_.shared.metrics.refund(ok);
+                if (!ok) self->worker_.log("could not give back a throttled request's reservation: " + refund.error);
+            });
         x_.reserved.clear();
     }
     finish(false);

@@ -52,7 +52,7 @@ void UpstreamPool::acquire(const config::HostPort &target, Handler handler, bool
     }
     resolver_.async_resolve(target.host, std::to_string(target.port),
                             [this, target, key, handler = std::move(handler)](
-                                boost::system::error_code ec, tcp::resolver::results_type endpoints) mutable {
+                                boost::system::error_code ec, const tcp::resolver::results_type &endpoints) mutable {
                                 if (ec) {
                                     handler(ec, nullptr);
                                     return;

@@ -8,10 +8,10 @@ namespace {
 
 constexpr char ALPHABET[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-constexpr std::array<std::int8_t, 256> decode_table() {
-    std::array<std::int8_t, 256> table{};
+constexpr std::array<int, 256> decode_table() {
+    std::array<int, 256> table{};
     for (auto &entry : table) entry = -1;
-    for (int i = 0; i < 64; ++i) table[static_cast<unsigned char>(ALPHABET[i])] = static_cast<std::int8_t>(i);
+    for (int i = 0; i < 64; ++i) table[static_cast<unsigned char>(ALPHABET[i])] = i;
     return table;
 }
 constexpr auto TABLE = decode_table();

@@ -114,6 +114,7 @@ void Batcher::complete(std::vector<BatchItem> &batch, bool multi, DbOutcome outc
                          : read_request_one(outcome.result.get(), rows[0]);
         } else if (multi) {
             std::vector<std::size_t> triples;
+            triples.reserve(batch.size());
             for (const auto &item : batch) triples.push_back(item.triples.size());
             read = read_batch_all(outcome.result.get(), triples, rows);
         } else {

@@ -73,7 +73,8 @@ std::chrono::microseconds decode_interval(const char *bytes) {
     const auto time = static_cast<std::int64_t>(get(bytes, 8));
     const auto days = static_cast<std::int32_t>(get(bytes + 8, 4));
     const auto months = static_cast<std::int32_t>(get(bytes + 12, 4));
-    const std::int64_t month_micros = (months / 12) * (DAY * 365 + DAY / 4) + (months % 12) * 30 * DAY;
+    const std::int64_t month_micros =
+        (months / 12) * (DAY * 365 + DAY / 4) + static_cast<std::int64_t>(months % 12) * 30 * DAY;
     return std::chrono::microseconds{time + days * DAY + month_micros};
 }
 

@@ -94,7 +94,7 @@ void Decider::refund_all(std::vector<Triple> triples, Done done) {
     run(attempt);
 }
 
-void Decider::run(std::shared_ptr<Attempt> attempt) {
+void Decider::run(const std::shared_ptr<Attempt> &attempt) {
     ++attempt->attempts;
     if (attempt->kind == CallKind::request_one || attempt->kind == CallKind::request_all) {
         BatchItem item;

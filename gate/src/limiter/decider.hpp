@@ -45,7 +45,7 @@ class Decider {
 
   private:
     struct Attempt;
-    void run(std::shared_ptr<Attempt> attempt);
+    void run(const std::shared_ptr<Attempt> &attempt);
     void finish(const std::shared_ptr<Attempt> &attempt, BatchResult result);
 
     boost::asio::io_context &io_;

@@ -120,7 +120,7 @@ void Pool::on_broken(PgConnection &connection, const std::string &why) {
     // Full jitter over the upper half: gates that lost the server together do not knock on it together.
     std::uniform_int_distribution<std::int64_t> pick(ceiling / 2, ceiling);
     slot.reconnect_timer->expires_after(std::chrono::milliseconds(pick(random_)));
-    slot.reconnect_timer->async_wait([this, connection = slot.connection](boost::system::error_code ec) {
+    slot.reconnect_timer->async_wait([connection = slot.connection](boost::system::error_code ec) {
         if (!ec) connection->connect();
     });
     // Calls queued here may have no connection left to wait for.

@@ -93,7 +93,8 @@ std::optional<std::vector<limiter::MapLimit>> parse_map_limits(std::string_view 
         if (item.contains("max_throttle")) {
             const auto throttle = duration_of(item["max_throttle"], &why);
             if (!throttle) {
-                *error = where + "max_throttle: " + why;
+                *error = where;
+                *error += "max_throttle: " + why;
                 return std::nullopt;
             }
             limit.spec.max_throttle = *throttle;

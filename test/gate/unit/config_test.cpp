@@ -50,7 +50,7 @@ void expect_error(const std::string &text, int line, const std::string &needle) 
 }
 
 // The issue's example, with a limiter block that gives a conninfo.
-const std::string EXAMPLE = R"(gate:
+const char *const EXAMPLE = R"(gate:
   listen: 127.0.0.1:8080
   admin_listen: 127.0.0.1:8081        # /healthz, /metrics (Prometheus text)
   plugins:

@@ -18,7 +18,7 @@ using namespace gate::jwt;
 
 namespace {
 
-const std::string SECRET = "0123456789abcdef0123456789abcdef";
+const char *const SECRET = "0123456789abcdef0123456789abcdef";
 constexpr std::int64_t NOW = 1'800'000'000;
 
 std::shared_ptr<EVP_PKEY> generate(const char *type) {
