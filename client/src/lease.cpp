@@ -24,7 +24,7 @@ std::string schema_prefix(const Options &options) {
 Lease Limiter::acquire(pqxx::transaction_base &tx, const std::string &key, const std::string &limit, LeaseScope scope) {
     detail::require_no_nul(key, "key");
     detail::require_no_nul(limit, "limit");
-    core_->require_connection(tx, {key}, "rate_limit_acquire");
+    core_->require_connection(tx, {key}, {limit}, "rate_limit_acquire");
     // Intervals as seconds (extract(epoch ...)): independent of the session's IntervalStyle.
     const std::string sql =
         "SELECT d.allowed, d.remaining, extract(epoch FROM d.retry_after),"
@@ -51,7 +51,7 @@ Lease Limiter::acquire(pqxx::transaction_base &tx, const std::string &key, const
 bool Limiter::release(pqxx::transaction_base &tx, const std::string &key, const std::string &limit) {
     detail::require_no_nul(key, "key");
     detail::require_no_nul(limit, "limit");
-    core_->require_connection(tx, {key}, "rate_limit_release");
+    core_->require_connection(tx, {key}, {limit}, "rate_limit_release");
     const std::string sql = "SELECT " + schema_prefix(core_->options()) + "rate_limit_release($1, $2)";
     const pqxx::result result = detail::with_typed_errors([&] { return compat::exec_params(tx, sql, key, limit); });
     if (result.size() != 1 || result.columns() != 1)

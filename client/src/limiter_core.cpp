@@ -27,21 +27,25 @@ bool ascii(const std::string &text) {
     return true;
 }
 
-// In a transaction of the caller's: a LATIN1 connection would turn a UTF-8 key's bytes into other
-// characters, another key than the pooled calls and SQL callers decide (only non-ASCII keys differ).
-void require_utf8_keys(compat::Connection &connection, const std::vector<std::string> &keys, const char *what) {
-    for (const std::string &key : keys) {
-        if (ascii(key)) continue;
+// In a transaction of the caller's: a LATIN1 connection would turn a UTF-8 key's (or limit name's) bytes
+// into other characters, another key (or limit) than the pooled calls and SQL callers name; only texts that
+// are not ASCII differ.
+void require_utf8(compat::Connection &connection, const std::vector<std::string> &texts, const char *kind,
+                  const char *what) {
+    for (const std::string &text : texts) {
+        if (ascii(text)) continue;
         const std::string encoding = connection.get_client_encoding();
         if (keeps_utf8(encoding)) return;
-        std::string text = "ERROR:  pg_ratelimit: ";
-        text += what;
-        text += " got a key that is not ASCII (\"" + key + "\") on a connection whose client_encoding is ";
-        text += encoding;
-        text +=
-            "\nHINT:  Keys are UTF-8: open the connection with client_encoding=UTF8, as the Limiter's own "
-            "connections are.\n";
-        throw InvalidArgument(text, "", "22021");
+        std::string message = "ERROR:  pg_ratelimit: ";
+        message += what;
+        message += " got a ";
+        message += kind;
+        message += " that is not ASCII (\"" + text + "\") on a connection whose client_encoding is ";
+        message += encoding;
+        message +=
+            "\nHINT:  Keys and limit names are UTF-8: open the connection with client_encoding=UTF8, as the "
+            "Limiter's own connections are.\n";
+        throw InvalidArgument(message, "", "22021");
     }
 }
 
@@ -146,8 +150,9 @@ LimiterCore::LimiterCore(const std::string &conninfo, Options options)
 std::size_t LimiterCore::partition_of(const std::string &key) const { return detail::partition_of(key, pools_.size()); }
 
 void LimiterCore::require_connection(pqxx::transaction_base &tx, const std::vector<std::string> &keys,
-                                     const char *what) const {
-    require_utf8_keys(tx.conn(), keys, what);
+                                     const std::vector<std::string> &limits, const char *what) const {
+    require_utf8(tx.conn(), keys, "key", what);
+    require_utf8(tx.conn(), limits, "limit name", what);
     if (pools_.size() == 1 || keys.empty()) return;
     const std::size_t partition = partition_of(keys[0]);
     for (const std::string &key : keys)
@@ -185,7 +190,7 @@ Decision LimiterCore::pooled(Call call, const CallArgs &args) {
 }
 
 Decision LimiterCore::in_transaction(pqxx::transaction_base &tx, Call call, const CallArgs &args) {
-    require_connection(tx, {args.key}, function_name(call));
+    require_connection(tx, {args.key}, {args.limit}, function_name(call));
     Decision decision = statements_.run_unprepared(tx, call, args);
     // On a miss, the policy is read in the caller's transaction, the only connection this thread may
     // use without waiting for the pool (a pooled connection could be busy behind a row lock tx holds), and
@@ -212,7 +217,7 @@ std::vector<Decision> LimiterCore::pooled_many(const BatchArgs &args, std::size_
 }
 
 std::vector<Decision> LimiterCore::in_transaction_many(pqxx::transaction_base &tx, const BatchArgs &args) {
-    require_connection(tx, args.keys, "rate_limit_request_many in a transaction");
+    require_connection(tx, args.keys, {args.limit}, "rate_limit_request_many in a transaction");
     std::vector<Decision> decisions = statements_.run_many_unprepared(tx, args);
     const std::string scope = database_scope(tx.conn());
     for (std::size_t i = 0; i < decisions.size(); ++i)
@@ -259,7 +264,7 @@ AllDecision LimiterCore::pooled_all(const AllArgs &args) {
 }
 
 AllDecision LimiterCore::in_transaction_all(pqxx::transaction_base &tx, const AllArgs &args) {
-    require_connection(tx, keys_of(args.requests), "rate_limit_request_all");
+    require_connection(tx, keys_of(args.requests), limits_of(args.requests), "rate_limit_request_all");
     AllDecision all = statements_.run_all_unprepared(tx, args);
     const std::string scope = database_scope(tx.conn());
     for (std::size_t i = 0; i < all.decisions.size(); ++i) {

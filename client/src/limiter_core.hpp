@@ -29,12 +29,13 @@ class LimiterCore {
     std::size_t partitions() const { return pools_.size(); }
     std::size_t partition_of(const std::string &key) const;
 
-    // An in-transaction call runs on the caller's connection, which must name the same keys as the pooled
-    // calls: throws InvalidArgument (22021) when a key is not ASCII and the connection's client_encoding
-    // would have the server convert its UTF-8 bytes into other characters (neither UTF8 nor SQL_ASCII), and
-    // WrongPartition unless the connection is to the partition of every key (with partitions). `what`
-    // names the call.
-    void require_connection(pqxx::transaction_base &tx, const std::vector<std::string> &keys, const char *what) const;
+    // An in-transaction call runs on the caller's connection, which must name the same keys and limits as
+    // the pooled calls: throws InvalidArgument (22021) when a key or limit name is not ASCII and the
+    // connection's client_encoding would have the server convert its UTF-8 bytes into other characters
+    // (neither UTF8 nor SQL_ASCII), and WrongPartition unless the connection is to the partition of every
+    // key (with partitions). `what` names the call.
+    void require_connection(pqxx::transaction_base &tx, const std::vector<std::string> &keys,
+                            const std::vector<std::string> &limits, const char *what) const;
 
     // A call in a short transaction of its own on a pooled connection of its key's partition, retried per
     // options().retry.

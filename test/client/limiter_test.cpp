@@ -172,6 +172,14 @@ TEST_F(LimiterTest, InTransactionKeyThatIsNotAsciiNeedsAUtf8Connection) {
             EXPECT_EQ(error.sqlstate(), "22021");
             EXPECT_NE(error.message().find("client_encoding is LATIN1"), std::string::npos) << error.message();
         }
+        // A limit name is refused the same way (LATIN1 would name another limit, or none).
+        try {
+            (void)limiter->request(tx, key, limit + "-\xc3\xa9");
+            ADD_FAILURE() << "no exception";
+        } catch (const pr::InvalidArgument &error) {
+            EXPECT_EQ(error.sqlstate(), "22021");
+            EXPECT_NE(error.message().find("limit name that is not ASCII"), std::string::npos) << error.message();
+        }
         EXPECT_TRUE(limiter->request(tx, key, limit).allowed);  // nothing was sent: the transaction goes on
         tx.commit();
     }

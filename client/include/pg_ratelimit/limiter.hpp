@@ -116,9 +116,9 @@ class Limiter {
     // (pqxx::broken_connection, ExtensionMissing). Keys, limit names and schema are UTF-8: the pooled
     // connections use client_encoding UTF8 whatever conninfo or PGCLIENTENCODING say, so that a key is the
     // same key for SQL callers and the same partition as PL/Proxy's. The in-transaction calls use tx's
-    // connection as it is, and refuse a key that is not ASCII (InvalidArgument, 22021, nothing sent) when
-    // its client_encoding is neither UTF8 nor SQL_ASCII: the server would convert the key's bytes into
-    // other characters (put client_encoding=UTF8 in that connection's conninfo).
+    // connection as it is, and refuse a key or limit name that is not ASCII (InvalidArgument, 22021,
+    // nothing sent) when its client_encoding is neither UTF8 nor SQL_ASCII: the server would convert its
+    // bytes into other characters (put client_encoding=UTF8 in that connection's conninfo).
     explicit Limiter(const std::string &conninfo, Options options = Options{});
     ~Limiter();
     Limiter(Limiter &&) noexcept;

@@ -20,8 +20,10 @@ namespace gate::limiter {
 enum class Connect { blocking, nonblocking };
 
 inline PGconn *connect_utf8(const std::string &conninfo, Connect how) {
+    // Only blanks: the environment's settings, as PQconnectdb takes them (as dbname they would name a database).
+    const bool blank = conninfo.find_first_not_of(" \t\n\r\f\v") == std::string::npos;
     const char *const keywords[] = {"dbname", "client_encoding", nullptr};
-    const char *const values[] = {conninfo.c_str(), "UTF8", nullptr};
+    const char *const values[] = {blank ? "" : conninfo.c_str(), "UTF8", nullptr};
     return how == Connect::nonblocking ? PQconnectStartParams(keywords, values, 1)
                                        : PQconnectdbParams(keywords, values, 1);
 }
