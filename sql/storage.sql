@@ -37,7 +37,10 @@ RESET pg_ratelimit.fake_now;
 -- another session of this database (an autovacuum ANALYZE of this very table, started by the churn itself,
 -- on a server that has run other tests) would keep the old versions and fail the counts for a reason that
 -- is not the extension's: autovacuum is off on the table meanwhile, and each round starts once no other
--- session of the database holds a snapshot (waiting 30 s at most).
+-- session of the database holds a snapshot (waiting 30 s at most). A session that takes one during the
+-- churn (an autovacuum ANALYZE of another table of the database) can still delay a prune: a few updates
+-- then go to another page, so the checks allow 1% of them and two pages more; an extension whose updates
+-- were not HOT (an indexed column written) would show none.
 ALTER TABLE rate_limit_state SET (autovacuum_enabled = false);
 CREATE PROCEDURE wait_for_no_other_snapshot() LANGUAGE plpgsql AS $$
 BEGIN
@@ -68,8 +71,8 @@ $$;
 CALL wait_for_no_other_snapshot();
 CALL churn(20);
 SELECT pg_stat_force_next_flush();
-SELECT pg_relation_size('rate_limit_state') = :size_before AS same_size;
-SELECT n_tup_upd - :upd_before AS updates, n_tup_hot_upd - :hot_before AS hot_updates
+SELECT pg_relation_size('rate_limit_state') <= :size_before + 2 * current_setting('block_size')::int AS size_kept;
+SELECT n_tup_upd - :upd_before AS updates, n_tup_hot_upd - :hot_before >= 0.99 * (n_tup_upd - :upd_before) AS hot
   FROM pg_stat_user_tables WHERE relid = 'rate_limit_state'::regclass;
 -- Long keys: a row of over 800 bytes still finds room for its next version on its page.
 CREATE PROCEDURE churn_long(rounds int) LANGUAGE plpgsql AS $$
@@ -90,8 +93,8 @@ SELECT n_tup_upd AS upd_before, n_tup_hot_upd AS hot_before
 CALL wait_for_no_other_snapshot();
 CALL churn_long(30);
 SELECT pg_stat_force_next_flush();
-SELECT pg_relation_size('rate_limit_state') = :size_before AS same_size;
-SELECT n_tup_upd - :upd_before AS updates, n_tup_hot_upd - :hot_before AS hot_updates
+SELECT pg_relation_size('rate_limit_state') <= :size_before + 2 * current_setting('block_size')::int AS size_kept;
+SELECT n_tup_upd - :upd_before AS updates, n_tup_hot_upd - :hot_before >= 0.99 * (n_tup_upd - :upd_before) AS hot
   FROM pg_stat_user_tables WHERE relid = 'rate_limit_state'::regclass;
 DROP PROCEDURE churn_long(int);
 DROP PROCEDURE wait_for_no_other_snapshot();
